@@ -1,0 +1,1 @@
+"""Channel adapters: they translate platform messages to and from the core's message types."""

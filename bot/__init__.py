@@ -1,0 +1,1 @@
+"""Entry points: the ``medbot`` CLI, the service runner, the scheduler."""

@@ -1,0 +1,175 @@
+"""The ``medbot`` command line.
+
+Examples::
+
+    medbot chat --user alice
+    medbot ask "메트포르민 부작용이 뭔가요?" --user alice --json
+    medbot ingest ../shared/data/medquad/corpus.jsonl --index /tmp/medquad-index
+    medbot profile --user alice
+    medbot run
+    medbot bench turn
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Medical-knowledge chatbot: console chat, one-shot questions, ingest, bench.")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print their figures.")
+app.add_typer(bench_app, name="bench")
+
+
+def _setup_logging() -> None:
+    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "WARNING"), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _check_index(index: Optional[Path]) -> None:
+    if index is not None and not (index / "manifest.json").exists():
+        _fail(f"no index at {index}: build it with `medbot ingest PATH --index {index}`")
+
+
+def _parse_flags(items: list[str]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for item in items:
+        if "=" not in item:
+            _fail(f"--flag takes NAME=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        out[k.strip()] = json.loads(v) if v.strip().lower() in ("true", "false") or \
+            v.strip().replace(".", "", 1).isdigit() else v
+    return out
+
+
+def _agent(index: Optional[Path]):
+    from core.agent import Agent
+
+    _check_index(index)
+    return Agent(index_dir=index)
+
+
+@app.command()
+def chat(user: str = typer.Option("local", help="Console user name (id console:<user>)."),
+         index: Optional[Path] = typer.Option(None, help="Knowledge index directory.")) -> None:
+    """A console conversation with the bot."""
+    _setup_logging()
+    from adapters.console import ConsoleChannel
+
+    ConsoleChannel(_agent(index), user=user).run()
+
+
+@app.command()
+def ask(text: str = typer.Argument(..., help="The message."),
+        user: str = typer.Option(..., help="User name (id console:<user>)."),
+        as_json: bool = typer.Option(False, "--json", help="Print answer, sources and trace as JSON."),
+        index: Optional[Path] = typer.Option(None, help="Knowledge index directory."),
+        mode: str = typer.Option("ai_agent", help="ai_agent (full pipeline) or llm (baseline)."),
+        flag: list[str] = typer.Option([], help="Per-request feature flag NAME=VALUE (repeatable).")) -> None:
+    """Run one turn and print the reply."""
+    _setup_logging()
+    from adapters.console import render
+    from core.messages import InboundMessage
+
+    if mode not in ("ai_agent", "llm"):
+        _fail("--mode is ai_agent or llm")
+    agent = _agent(index)
+    try:
+        msg = InboundMessage(channel="console", user_id=f"console:{user}", text=text,
+                             mode=mode, flags=_parse_flags(flag))  # type: ignore[arg-type]
+        reply = agent.handle(msg)
+    except ValueError as exc:
+        _fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(reply.model_dump(), ensure_ascii=False, indent=2, default=str))
+    else:
+        typer.echo(render(reply))
+
+
+@app.command()
+def ingest(paths: list[Path] = typer.Argument(..., help="JSONL, Markdown or text files."),
+           index: Path = typer.Option(..., help="Index directory to (re)build."),
+           bm25_only: bool = typer.Option(False, help="Skip the dense embedding stage."),
+           batch_size: int = typer.Option(16, help="Chunks per embedding batch.")) -> None:
+    """Build a persistent BM25 + dense (FAISS) index. Interrupt and rerun to resume."""
+    _setup_logging()
+    from bot.ingest import run_ingest
+
+    raise typer.Exit(run_ingest(paths, index, bm25_only, batch_size))
+
+
+@app.command()
+def profile(user: str = typer.Option(..., help="User name (id console:<user>) or a full id."),
+            as_json: bool = typer.Option(False, "--json"),
+            lang: str = typer.Option("ko", help="Language of the summary (ko or en).")) -> None:
+    """Show what the bot remembers about a user."""
+    _setup_logging()
+    from config.settings import get_settings
+    from core.memory.view import profile_view
+    from storage.db import make_engine
+    from storage.repositories import Repository
+
+    repo = Repository(make_engine(get_settings().resolved_database_url))
+    user_id = user if ":" in user else f"console:{user}"
+    view = profile_view(repo, user_id, lang)
+    if as_json:
+        typer.echo(json.dumps(view, ensure_ascii=False, indent=2))
+        return
+    typer.echo(f"{user_id}: {view['turns']} turns")
+    typer.echo(f"summary: {view['summary'] or '(nothing stored)'}")
+    for f in view["facts"]:
+        value = f"{f.get('value', '')}" + (f"/{f['value2']}" if "value2" in f else "")
+        typer.echo(f"  {f['slot']:<12} {f.get('name_ko') or f['name']:<24} {value:<10} "
+                   f"{f.get('unit', ''):<6} {f.get('cui', ''):<9} w={f['weight']:.3f} "
+                   f"x{f['mentions']} {f['observed_at']}")
+    for f in view["history"]:
+        typer.echo(f"  (history) {f['slot']} {f['name']} {f.get('value', '')} {f['observed_at']}")
+
+
+@app.command()
+def run() -> None:
+    """Start every configured channel (the console when no other is configured)."""
+    _setup_logging()
+    from bot.runner import run_service
+
+    run_service()
+
+
+@app.command("index-default")
+def index_default() -> None:
+    """Build (or complete) the bundled corpus's index now instead of on first use."""
+    _setup_logging()
+    from config.settings import get_settings
+    from core.embedding import E5Embedder
+    from core.knowledge import ensure_default_index
+
+    ensure_default_index(get_settings().resolved_index_dir, E5Embedder())
+    typer.echo(f"default index ready at {get_settings().resolved_index_dir}")
+
+
+@bench_app.command("turn")
+def bench_turn(repeat: int = typer.Option(5, help="How many times to run the five-turn script."),
+               index: Optional[Path] = typer.Option(None)) -> None:
+    """Per-node latency p50 / p95 over the five-turn script."""
+    _setup_logging()
+    from bot.bench import bench_turn as run_bench
+
+    _check_index(index)
+    run_bench(repeat, index)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,63 @@
+"""Feature flags of SPEC.md §10, settable in configuration and per request.
+
+Every flag has the default that SPEC.md gives; a request may override any subset through
+:meth:`FeatureFlags.merged`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class FeatureFlags(BaseModel):
+    """The switches of the agent pipeline (SPEC.md §10).
+
+    Defaults follow SPEC.md §3 (self-refine, budgets), §5 (cache) and §6 (k per complexity).
+    ``cache_similarity_threshold`` is the calibrated cosine for the bundled e5 embedder,
+    not SPEC's 0.85 (see ``medbot bench cache`` and README "Response cache").
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    self_refine_enabled: bool = True
+    max_refine_iterations: int = Field(2, ge=0, le=5)
+    quality_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    llm_based_quality_check: bool = True
+    dynamic_query_rewrite: bool = True
+    active_retrieval_enabled: bool = True
+    simple_query_k: int = Field(3, ge=1, le=50)
+    moderate_query_k: int = Field(8, ge=1, le=50)
+    complex_query_k: int = Field(15, ge=1, le=50)
+    context_compression_enabled: bool = True
+    compression_strategy: Literal["extractive", "abstractive", "hybrid"] = "extractive"
+    compression_target_ratio: float = Field(0.6, gt=0.0, le=1.0)
+    hierarchical_memory_enabled: bool = True
+    working_memory_capacity: int = Field(5, ge=1, le=50)
+    compression_threshold: int = Field(5, ge=1, le=100)
+    response_cache_enabled: bool = True
+    cache_similarity_threshold: float = Field(0.93, ge=0.0, le=1.0)
+    style_variation_level: float = Field(0.0, ge=0.0, le=1.0)
+    include_history: bool = True
+    include_profile: bool = True
+    include_evidence: bool = True
+    retrieval_mode: Literal["hybrid", "bm25", "dense"] = "hybrid"
+    budget_aware_retrieval: bool = True
+    medcat_enabled: bool = False
+    memory_mode: Literal["structured", "none"] = "structured"
+    query_rewrite_enabled: bool = True
+
+    def merged(self, overrides: dict[str, Any] | None) -> "FeatureFlags":
+        """Return a copy with ``overrides`` applied.
+
+        Args:
+            overrides: flag name -> value; ``None`` or ``{}`` returns ``self``.
+        Returns:
+            A validated :class:`FeatureFlags`.
+        Raises:
+            pydantic.ValidationError: an unknown flag name or a value of the wrong type.
+        """
+        if not overrides:
+            return self
+        return FeatureFlags.model_validate({**self.model_dump(), **overrides})

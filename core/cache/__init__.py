@@ -1,0 +1,1 @@
+"""The semantic response cache (SPEC.md §5)."""

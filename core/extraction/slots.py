@@ -1,0 +1,65 @@
+"""The slot types extracted from a message (SPEC.md §3.1)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Concept:
+    """A condition, symptom, medication or allergen mention.
+
+    ``cui``/``tui`` are the UMLS Concept Unique Identifier and Semantic Type; ``slot`` is one of
+    condition, symptom, medication, allergy; ``confidence`` in [0, 1]; ``duration`` as said
+    (``10년``, ``3 months``) when the message gives one.
+    """
+
+    cui: str
+    tui: str
+    slot: str
+    name: str
+    name_en: str
+    name_ko: str
+    matched: str
+    confidence: float
+    chronic: bool = False
+    duration: str | None = None
+    status: str = "active"
+
+
+@dataclass
+class Measurement:
+    """A vital sign or lab value. ``key`` e.g. ``blood_pressure``, ``fasting_glucose``,
+    ``hba1c``; ``value2`` holds the diastolic pressure; ``unit`` e.g. ``mmHg``, ``mg/dL``, ``%``."""
+
+    key: str
+    name: str
+    value: float
+    unit: str
+    value2: float | None = None
+    matched: str = ""
+
+
+@dataclass
+class Slots:
+    """Everything extracted from one message."""
+
+    demographics: dict[str, Any] = field(default_factory=dict)
+    concepts: list[Concept] = field(default_factory=list)
+    vitals: list[Measurement] = field(default_factory=list)
+    labs: list[Measurement] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+
+    @property
+    def concept_count(self) -> int:
+        """Concepts plus measurements: the complexity signal of SPEC.md §6 stage 2."""
+        return len(self.concepts) + len(self.vitals) + len(self.labs)
+
+    def is_empty(self) -> bool:
+        """True when nothing was extracted."""
+        return not (self.demographics or self.concepts or self.vitals or self.labs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for the graph state and the trace."""
+        return asdict(self)

@@ -1,0 +1,99 @@
+"""The ten-node LangGraph workflow (SPEC.md §4), compiled once per :class:`core.agent.Agent`.
+
+::
+
+    check_similarity → extract_slots → store_memory ─(usable cache hit)→ store_response
+                                          └→ classify_intent → assemble_context
+    assemble_context ─(greeting / baseline)→ generate_answer
+                     └→ retrieve ─(refine docs overlap ≥ 0.8)→ store_response
+                                 └→ generate_answer ─(greeting / baseline)→ store_response
+                                                    └→ refine → quality_check ─(retry)→ retrieve
+                                                                              └→ store_response
+
+Resolution of the documents' order (SPEC.md §4): facts are extracted and stored right after
+the cache lookup and before intent classification, so every turn's facts are kept whatever
+path it takes (cache hit, greeting), and the intent's slot-based k sees this turn's slots. A
+cache hit is served only after ``store_memory``, against the profile as this turn left it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+
+from core.nodes.cache import check_similarity, select_hit, store_response
+from core.nodes.context import assemble_context
+from core.nodes.generate import generate_answer
+from core.nodes.intent import classify_intent
+from core.nodes.memory import extract_slots, store_memory
+from core.nodes.refine import quality_check, refine
+from core.nodes.retrieve import retrieve
+from core.services import Services
+from core.state import AgentState
+
+NODES: dict[str, Callable[[AgentState, Services], dict[str, Any]]] = {
+    "check_similarity": check_similarity,
+    "classify_intent": classify_intent,
+    "extract_slots": extract_slots,
+    "store_memory": store_memory,
+    "assemble_context": assemble_context,
+    "retrieve": retrieve,
+    "generate_answer": generate_answer,
+    "refine": refine,
+    "quality_check": quality_check,
+    "store_response": store_response,
+}
+
+
+def _timed(name: str, fn: Callable[[AgentState, Services], dict[str, Any]], svc: Services):
+    def node(state: AgentState) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        out = fn(state, svc) or {}
+        out["node_ms"] = [(name, round((time.perf_counter() - t0) * 1000, 3))]
+        return out
+
+    node.__name__ = name
+    return node
+
+
+def _after_memory(state: AgentState) -> str:
+    return "store_response" if select_hit(state) else "classify_intent"
+
+
+def _after_context(state: AgentState) -> str:
+    return "generate_answer" if state["intent"]["skip_retrieval"] else "retrieve"
+
+
+def _after_retrieve(state: AgentState) -> str:
+    return "store_response" if str(state.get("refine_stop_reason", "")).startswith("doc_overlap") \
+        else "generate_answer"
+
+
+def _after_generate(state: AgentState) -> str:
+    return "store_response" if state["intent"]["skip_retrieval"] else "refine"
+
+
+def _after_quality(state: AgentState) -> str:
+    return "retrieve" if state.get("refine_decision") == "retry" else "store_response"
+
+
+def build_graph(svc: Services):
+    """Build and compile the graph over ``svc``. Returns a compiled LangGraph runnable."""
+    g = StateGraph(AgentState)
+    for name, fn in NODES.items():
+        g.add_node(name, _timed(name, fn, svc))
+    g.add_edge(START, "check_similarity")
+    g.add_edge("check_similarity", "extract_slots")
+    g.add_edge("extract_slots", "store_memory")
+    g.add_conditional_edges("store_memory", _after_memory, ["store_response", "classify_intent"])
+    g.add_edge("classify_intent", "assemble_context")
+    g.add_conditional_edges("assemble_context", _after_context, ["generate_answer", "retrieve"])
+    g.add_conditional_edges("retrieve", _after_retrieve, ["store_response", "generate_answer"])
+    g.add_conditional_edges("generate_answer", _after_generate, ["store_response", "refine"])
+    g.add_edge("refine", "quality_check")
+    g.add_conditional_edges("quality_check", _after_quality, ["retrieve", "store_response"])
+    g.add_edge("store_response", END)
+    return g.compile()

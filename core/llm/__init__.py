@@ -1,0 +1,1 @@
+"""LLM clients: any OpenAI-compatible endpoint, and the offline evidence-grounded generator."""

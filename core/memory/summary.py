@@ -1,0 +1,76 @@
+"""The one-line profile summary injected into prompts (SPEC.md §3.2), in Korean or English.
+
+Example: ``65세 남성 | 질환: 2형 당뇨병, 고혈압 | 복용약: 메트포르민 | 혈압: 140/90 mmHg | HbA1c: 8.2 %``.
+"""
+
+from __future__ import annotations
+
+from core.memory.profile import Profile
+from storage.models import Fact
+
+_LABELS = {
+    "ko": {"condition": "질환", "medication": "복용약", "symptom": "증상", "allergy": "알레르기",
+           "blood_pressure": "혈압", "fasting_glucose": "공복혈당", "glucose": "혈당",
+           "hba1c": "HbA1c", "male": "남성", "female": "여성", "pregnant": "임신 중"},
+    "en": {"condition": "Conditions", "medication": "Medications", "symptom": "Symptoms",
+           "allergy": "Allergies", "blood_pressure": "BP", "fasting_glucose": "Fasting glucose",
+           "glucose": "Glucose", "hba1c": "HbA1c", "male": "male", "female": "female",
+           "pregnant": "pregnant"},
+}
+_MEASURE_ORDER = ("blood_pressure", "fasting_glucose", "glucose", "hba1c")
+
+
+def _num(v: float | None) -> str:
+    if v is None:
+        return "?"
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
+def _measure(f: Fact) -> str:
+    if f.key == "blood_pressure":
+        return f"{_num(f.value)}/{_num(f.value2)} {f.unit}"
+    return f"{_num(f.value)} {f.unit}"
+
+
+def _demographics(p: Profile, lang: str) -> str:
+    labels = _LABELS[lang]
+    age = p.demographics.get("age")
+    group = p.demographics.get("age_group")
+    sex = p.demographics.get("sex")
+    parts = []
+    if lang == "ko":
+        if age is not None:
+            parts.append(f"{_num(age.value)}세")
+        elif group is not None:
+            parts.append(group.text_value or "")
+        if sex is not None:
+            parts.append(labels[sex.text_value or ""] if sex.text_value in labels else "")
+    else:
+        if age is not None:
+            parts.append(f"{_num(age.value)}-year-old")
+        elif group is not None:
+            parts.append(f"in their {(group.text_value or '').replace('대', '')}s")
+        if sex is not None:
+            parts.append(labels.get(sex.text_value or "", ""))
+    if (preg := p.demographics.get("pregnant")) is not None and preg.value:
+        parts.append(labels["pregnant"])
+    return " ".join(x for x in parts if x)
+
+
+def profile_summary(p: Profile, lang: str = "ko") -> str:
+    """One line: demographics | conditions | medications | symptoms | allergies | measurements.
+
+    Returns ``""`` for an empty profile. Measurements show the newest value.
+    """
+    lang = lang if lang in _LABELS else "en"
+    labels = _LABELS[lang]
+    parts = [_demographics(p, lang)]
+    for slot in ("condition", "medication", "symptom", "allergy"):
+        names = p.names(slot, lang)
+        if names:
+            parts.append(f"{labels[slot]}: {', '.join(names)}")
+    for slot in ("vital", "lab"):
+        for key in _MEASURE_ORDER:
+            if (f := p.latest(slot, key)) is not None:
+                parts.append(f"{labels[key]}: {_measure(f)}")
+    return " | ".join(x for x in parts if x)

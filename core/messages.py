@@ -1,0 +1,60 @@
+"""The one inbound and one outbound message type that every channel adapter translates to."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Role = Literal["patient", "clinician", "admin"]
+
+
+class InboundMessage(BaseModel):
+    """A user's message as the core sees it.
+
+    Attributes:
+        channel: ``console``, ``telegram``, ``slack``...
+        user_id: stable channel-scoped id, e.g. ``console:alice``, ``telegram:42``.
+        session_id: the conversation (a chat, a Slack thread); defaults to the user id.
+        text: the raw text (any length; the core truncates what it sends to a model, never
+            what it stores).
+        locale: optional language hint (``ko``, ``en``); detected from the text when absent.
+        role: patient, clinician or admin (adapters map their platforms' users to roles).
+        flags: per-request feature-flag overrides (SPEC.md §10).
+        mode: ``ai_agent`` (full pipeline) or ``llm`` (plain-LLM baseline, SPEC.md §4).
+    """
+
+    channel: str = "console"
+    user_id: str
+    session_id: str | None = None
+    text: str
+    locale: str | None = None
+    role: Role = "patient"
+    flags: dict[str, Any] = Field(default_factory=dict)
+    mode: Literal["ai_agent", "llm"] = "ai_agent"
+
+    @property
+    def session(self) -> str:
+        """The session id, or the user id when the channel gives none."""
+        return self.session_id or self.user_id
+
+
+class Source(BaseModel):
+    """A cited document: ``n`` is the citation number used in the answer text ([n])."""
+
+    n: int
+    doc_id: str
+    title: str
+    source: str = ""
+    url: str = ""
+    score: float = 0.0
+
+
+class OutboundMessage(BaseModel):
+    """The core's reply: text to show, its sources, optional buttons, and the turn trace."""
+
+    text: str
+    sources: list[Source] = Field(default_factory=list)
+    buttons: list[str] = Field(default_factory=list)
+    lang: str = "en"
+    trace: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,102 @@
+"""Answer quality for self-refine (SPEC.md §3.4).
+
+LLM judge: ``overall = 0.4·grounding + 0.3·completeness + 0.3·accuracy``.
+Heuristic without a judge: ``overall = 0.3·length + 0.4·evidence + 0.3·personalization`` where
+``length = min(1, answer tokens / 120)``, ``evidence`` = share of the top min(3, n) documents
+that the answer cites (0 with no documents), and ``personalization`` = share of the profile's
+key terms (conditions, medications; at most 2 needed) that the answer mentions (1 when the
+profile is empty).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from core.tokens import count_tokens
+
+
+@dataclass
+class QualityScore:
+    """Scores in [0, 1]; ``method`` is ``llm_judge`` or ``heuristic``."""
+
+    overall: float
+    method: str
+    grounding: float | None = None
+    completeness: float | None = None
+    accuracy: float | None = None
+    length: float | None = None
+    evidence: float | None = None
+    personalization: float | None = None
+    missing_info: list[str] = field(default_factory=list)
+    improvement_suggestions: list[str] = field(default_factory=list)
+    safety_concerns: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for the state and trace (``None`` fields dropped)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def _unit(x: Any) -> float:
+    value = float(x)
+    if value != value:  # NaN
+        raise ValueError("NaN score")
+    return min(1.0, max(0.0, value))
+
+
+def _strings(x: Any) -> list[str]:
+    if isinstance(x, str):
+        return [x] if x.strip() else []
+    if isinstance(x, list):
+        return [str(i) for i in x if str(i).strip()]
+    return []
+
+
+def parse_judge(text: str) -> QualityScore | None:
+    """Parse the judge's JSON reply; ``None`` when it is malformed or lacks a score.
+
+    Accepts a bare object or one inside a Markdown code fence or surrounding prose.
+    """
+    match = re.search(r"\{.*\}", text, re.S)
+    if not match:
+        return None
+    try:
+        data = json.loads(match.group(0))
+        g, c, a = (_unit(data[k]) for k in ("grounding", "completeness", "accuracy"))
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+    return QualityScore(overall=round(0.4 * g + 0.3 * c + 0.3 * a, 4), method="llm_judge",
+                        grounding=g, completeness=c, accuracy=a,
+                        missing_info=_strings(data.get("missing_info")),
+                        improvement_suggestions=_strings(data.get("improvement_suggestions")),
+                        safety_concerns=_strings(data.get("safety_concerns")))
+
+
+def heuristic_score(answer: str, n_docs: int, profile_terms: list[str],
+                    uncovered_terms: list[str]) -> QualityScore:
+    """The no-LLM quality score (formula in the module docstring).
+
+    Args:
+        answer: the generated answer.
+        n_docs: documents given to the generator.
+        profile_terms: the profile's condition and medication names.
+        uncovered_terms: profile terms no retrieved document mentions; they become
+            ``missing_info`` (the query rewrite adds them).
+    """
+    length = min(1.0, count_tokens(answer) / 120.0)
+    cited = {int(n) for n in re.findall(r"\[(\d+)\]", answer)}
+    top = min(3, n_docs)
+    evidence = len({n for n in cited if n <= top}) / top if top else 0.0
+    if profile_terms:
+        low = answer.lower()
+        hits = sum(1 for t in profile_terms if t.lower() in low)
+        personalization = min(1.0, hits / min(2, len(profile_terms)))
+    else:
+        personalization = 1.0
+    overall = 0.3 * length + 0.4 * evidence + 0.3 * personalization
+    missing = list(uncovered_terms) if evidence < 1.0 or uncovered_terms else []
+    return QualityScore(overall=round(overall, 4), method="heuristic", length=round(length, 4),
+                        evidence=round(evidence, 4), personalization=round(personalization, 4),
+                        missing_info=missing)

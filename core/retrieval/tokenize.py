@@ -1,0 +1,70 @@
+"""BM25 tokenisation: Kiwi morphemes for Korean, lower-cased word tokens for English.
+
+Korean keeps content morphemes only (SPEC.md §7: nouns, verbs, adjectives): Kiwi tags NNG, NNP
+(nouns), VV, VA (verb and adjective stems), XR (roots), SL (Latin words inside Korean text),
+SN (numbers) and SH (Hanja). Particles and endings are dropped, so ``당뇨병이`` and ``당뇨병과``
+both index as ``당뇨병``. English keeps ``[a-z0-9]+`` words that are not in bm25s's English
+stop-word list.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from functools import lru_cache
+
+from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+NAME = "kiwi-morph+en-words/v1"
+_KEEP_TAGS = {"NNG", "NNP", "VV", "VA", "XR", "SL", "SN", "SH"}
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+_WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+_STOP = frozenset(STOPWORDS_EN_PLUS)
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _kiwi():
+    from kiwipiepy import Kiwi  # the model ships in kiwipiepy-model; nothing is downloaded
+
+    return Kiwi(num_workers=0)
+
+
+def _english(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP and (len(w) > 1 or w.isdigit())]
+
+
+def tokenize(text: str) -> list[str]:
+    """Tokens for BM25 indexing or querying.
+
+    Args:
+        text: Korean, English or mixed text of any length.
+    Returns:
+        Lower-cased tokens; Korean morpheme forms for Hangul text. Empty for text with no
+        indexable words.
+    """
+    if not _HANGUL.search(text):
+        return _english(text)
+    with _lock:
+        tokens = _kiwi().tokenize(text)
+    out: list[str] = []
+    for tok in tokens:
+        if tok.tag in _KEEP_TAGS:
+            form = tok.form.lower()
+            if tok.tag == "SL" and form in _STOP:
+                continue
+            out.append(form)
+    return out
+
+
+def tokenize_many(texts: list[str]) -> list[list[str]]:
+    """Tokenise a batch of texts (same result as :func:`tokenize` on each)."""
+    out: list[list[str]] = [[] for _ in texts]
+    ko_idx = [i for i, t in enumerate(texts) if _HANGUL.search(t)]
+    ko_set = set(ko_idx)
+    for i, t in enumerate(texts):
+        if i not in ko_set:
+            out[i] = _english(t)
+    for i in ko_idx:
+        out[i] = tokenize(texts[i])
+    return out

@@ -1,0 +1,85 @@
+"""The resources the graph's nodes share, built once per process (SPEC.md §4)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from config.settings import Settings
+from core.cache.response_cache import ResponseCache
+from core.embedding import E5Embedder, Embedder, OpenAIEmbedder
+from core.extraction import Extractor
+from core.knowledge import ensure_default_index
+from core.llm.client import ChatClient, make_openai_client
+from core.retrieval.index import HybridIndex
+from storage.db import make_engine
+from storage.repositories import Repository
+
+log = logging.getLogger(__name__)
+
+
+def make_embedder(settings: Settings, client=None) -> Embedder:
+    """The configured embedder: OpenAI-compatible when ``EMBEDDING_BACKEND=openai``, else the
+    bundled multilingual-e5-small."""
+    if settings.embedding_backend == "openai":
+        return OpenAIEmbedder(client or make_openai_client(settings), settings.embedding_model)
+    return E5Embedder()
+
+
+@dataclass
+class Services:
+    """Shared resources. ``index`` is loaded on first use; ``llm`` is ``None`` offline.
+
+    Attributes:
+        index_dir: the knowledge index searched by ``retrieve``.
+        default_index: True when ``index_dir`` is the bundled corpus's (built if missing).
+    """
+
+    settings: Settings
+    repo: Repository
+    extractor: Extractor
+    embedder: Embedder
+    cache: ResponseCache
+    llm: ChatClient | None
+    index_dir: Path
+    default_index: bool
+    _index: HybridIndex | None = field(default=None, repr=False)
+    _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def build(cls, settings: Settings, index_dir: Path | None = None) -> "Services":
+        """Create every shared resource from settings.
+
+        Args:
+            index_dir: overrides ``MEDBOT_INDEX_DIR`` (e.g. ``medbot ask --index``).
+        Raises:
+            sqlalchemy.exc.OperationalError: the database is unreachable.
+        """
+        repo = Repository(make_engine(settings.resolved_database_url))
+        client = make_openai_client(settings) if (settings.llm_configured
+                                                  or settings.embedding_backend == "openai") else None
+        embedder = make_embedder(settings, client)
+        llm = ChatClient(client, settings.llm_model) if settings.llm_configured and client else None
+        chosen = index_dir or settings.index_dir
+        return cls(settings=settings, repo=repo, extractor=Extractor(), embedder=embedder,
+                   cache=ResponseCache(repo, embedder.name, embedder.dim), llm=llm,
+                   index_dir=Path(chosen or settings.resolved_index_dir),
+                   default_index=chosen is None)
+
+    def index(self) -> HybridIndex:
+        """The knowledge index, loaded once (building the bundled one on first run).
+
+        Raises:
+            IndexNotFoundError: an explicitly chosen index directory does not exist.
+            IndexMismatchError: it was made with another embedder or tokenizer.
+        """
+        with self._index_lock:
+            if self._index is None:
+                if self.default_index:
+                    ensure_default_index(self.index_dir, self.embedder)
+                self._index = HybridIndex(self.index_dir, self.embedder)
+            else:
+                self._index.refresh_dense()
+            return self._index

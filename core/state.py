@@ -1,0 +1,65 @@
+"""The typed state that flows through the ten-node graph (SPEC.md §4)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+import numpy as np
+
+
+class AgentState(TypedDict, total=False):
+    """One turn's state. Inputs first, then what each node adds.
+
+    ``node_ms`` and ``llm_calls`` accumulate across nodes (reducers), everything else is
+    overwritten by the node that owns it.
+    """
+
+    # inputs (set by core.agent.Agent)
+    user_id: str
+    session_id: str
+    channel: str
+    role: str
+    mode: str
+    text: str
+    lang: str
+    flags: Any  # config.flags.FeatureFlags
+    notes: list[str]
+    # check_similarity
+    question_vec: np.ndarray | None
+    cache_candidates: list[dict[str, Any]]
+    # extract_slots / store_memory
+    slots: Any  # core.extraction.Slots
+    turn_id: int
+    profile_summary: str
+    profile_terms: list[str]
+    profile_terms_all: list[str]
+    profile_fingerprint: str
+    profile_changed: bool
+    # classify_intent
+    intent: dict[str, Any]
+    # assemble_context
+    plan: dict[str, int]
+    sections: dict[str, str]
+    retrieval_query: str
+    # retrieve
+    docs: list[dict[str, Any]]
+    retrieval: dict[str, Any]
+    previous_doc_hashes: list[str]
+    # generate_answer
+    answer: str
+    generator: str
+    prompt_tokens: int
+    # refine / quality_check
+    quality: dict[str, Any]
+    quality_history: list[float]
+    best: dict[str, Any]
+    refine_iterations: int
+    refine_decision: str
+    refine_stop_reason: str
+    # store_response
+    cache_hit: dict[str, Any] | None
+    sources: list[dict[str, Any]]
+    # accumulated
+    node_ms: Annotated[list[tuple[str, float]], operator.add]
+    llm_calls: Annotated[int, operator.add]

@@ -1,0 +1,1 @@
+"""Persistence: SQLModel tables and repositories (SQLite by default, Postgres by URL)."""

@@ -1,0 +1,101 @@
+"""SQLModel tables.
+
+A *turn* is one user message and the bot's reply, stored in one row: the user's text is
+committed before any answer is generated (SPEC.md §4 invariant: nothing a user says is lost),
+the reply is filled in afterwards. A *fact* is one extracted slot value; superseded values stay
+as history rows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, Column, LargeBinary, Text
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    """Timezone-naive UTC now (stored naive; SQLite keeps no zone)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class User(SQLModel, table=True):
+    """A channel-scoped user (``console:alice``, ``telegram:123``)."""
+
+    id: str = Field(primary_key=True, max_length=200)
+    created_at: datetime = Field(default_factory=utcnow)
+    last_seen_at: datetime = Field(default_factory=utcnow)
+    locale: str | None = Field(default=None, max_length=16)
+
+
+class Turn(SQLModel, table=True):
+    """One user message and its reply. ``reply`` is ``None`` until the answer is stored."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: str = Field(index=True, foreign_key="user.id", max_length=200)
+    session_id: str = Field(index=True, max_length=200)
+    user_text: str = Field(sa_column=Column(Text, nullable=False))
+    reply: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    lang: str = Field(default="en", max_length=8)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    answered_at: datetime | None = None
+    cache_hit: bool = False
+    meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class Fact(SQLModel, table=True):
+    """One extracted fact about a user (a slot value, SPEC.md §3.1).
+
+    ``slot`` is one of demographics, condition, symptom, medication, allergy, vital, lab.
+    ``key`` identifies the thing measured or named: a UMLS CUI for concepts, a name such as
+    ``age``, ``sex``, ``blood_pressure``, ``fasting_glucose``, ``hba1c`` otherwise.
+    ``status`` is ``active`` here; later extraction adds negated / family / stopped / uncertain.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: str = Field(index=True, foreign_key="user.id", max_length=200)
+    turn_id: int | None = Field(default=None, foreign_key="turn.id")
+    slot: str = Field(index=True, max_length=32)
+    key: str = Field(index=True, max_length=64)
+    name: str = Field(max_length=200)
+    value: float | None = None
+    value2: float | None = None
+    text_value: str | None = Field(default=None, max_length=200)
+    unit: str | None = Field(default=None, max_length=32)
+    cui: str | None = Field(default=None, max_length=16)
+    tui: str | None = Field(default=None, max_length=8)
+    confidence: float = 1.0
+    status: str = Field(default="active", max_length=16)
+    mentions: int = 1
+    first_seen_at: datetime = Field(default_factory=utcnow)
+    observed_at: datetime = Field(default_factory=utcnow, index=True)
+    superseded: bool = False
+
+
+class CacheEntry(SQLModel, table=True):
+    """A verified answer for reuse (SPEC.md §5).
+
+    ``owner_user_id`` is set when the answer used that user's profile; such an entry is served
+    only to that user and only while ``profile_fingerprint`` still matches their profile.
+    ``embedding`` is the float32 question vector (L2-normalised) so the FAISS index can be rebuilt
+    from this table at any time.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    question: str = Field(sa_column=Column(Text, nullable=False))
+    question_key: str = Field(index=True, max_length=32)
+    answer: str = Field(sa_column=Column(Text, nullable=False))
+    sources: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    lang: str = Field(default="en", max_length=8)
+    embedder: str = Field(max_length=120)
+    embedding: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    owner_user_id: str | None = Field(default=None, index=True, max_length=200)
+    profile_fingerprint: str | None = Field(default=None, max_length=32)
+    source_turn_id: int | None = None
+    quality: float = 0.0
+    answer_tokens: int = 0
+    generation_ms: float = 0.0
+    hits: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+    last_used_at: datetime = Field(default_factory=utcnow, index=True)

@@ -1,0 +1,144 @@
+"""Repositories: the only code that reads or writes the tables.
+
+Every write commits before it returns, so a crash after a call loses nothing that call stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from storage.models import CacheEntry, Fact, Turn, User, utcnow
+
+
+class Repository:
+    """Typed access to users, turns, facts and cache entries over one engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- users and turns -------------------------------------------------------------------
+    def ensure_user(self, user_id: str, locale: str | None = None) -> None:
+        """Create the user row if missing and update ``last_seen_at`` (and locale if given)."""
+        with Session(self.engine) as s:
+            user = s.get(User, user_id)
+            if user is None:
+                user = User(id=user_id, locale=locale)
+            user.last_seen_at = utcnow()
+            if locale:
+                user.locale = locale
+            s.add(user)
+            s.commit()
+
+    def add_turn(self, user_id: str, session_id: str, text: str, lang: str) -> int:
+        """Persist the user's message before anything else happens; returns the turn id."""
+        self.ensure_user(user_id)
+        with Session(self.engine) as s:
+            turn = Turn(user_id=user_id, session_id=session_id, user_text=text, lang=lang)
+            s.add(turn)
+            s.commit()
+            return int(turn.id)  # type: ignore[arg-type]
+
+    def set_reply(self, turn_id: int, reply: str, cache_hit: bool, meta: dict[str, Any]) -> None:
+        """Store the bot's reply of a turn (and a JSON-serialisable ``meta``)."""
+        with Session(self.engine) as s:
+            turn = s.get(Turn, turn_id)
+            if turn is None:
+                raise KeyError(f"turn {turn_id} does not exist")
+            turn.reply, turn.cache_hit, turn.meta = reply, cache_hit, meta
+            turn.answered_at = utcnow()
+            s.add(turn)
+            s.commit()
+
+    def recent_turns(self, user_id: str, limit: int, before_id: int | None = None) -> list[Turn]:
+        """The user's last ``limit`` turns (oldest first), optionally only those before a turn."""
+        with Session(self.engine) as s:
+            q = select(Turn).where(Turn.user_id == user_id)
+            if before_id is not None:
+                q = q.where(col(Turn.id) < before_id)
+            rows = s.exec(q.order_by(col(Turn.id).desc()).limit(limit)).all()
+            return list(reversed(rows))
+
+    def count_turns(self, user_id: str) -> int:
+        """Number of stored turns of a user."""
+        with Session(self.engine) as s:
+            return int(s.exec(select(func.count()).select_from(Turn)
+                              .where(Turn.user_id == user_id)).one())
+
+    # -- facts -----------------------------------------------------------------------------
+    def facts(self, user_id: str, include_superseded: bool = True) -> list[Fact]:
+        """All facts of a user, oldest first."""
+        with Session(self.engine) as s:
+            q = select(Fact).where(Fact.user_id == user_id)
+            if not include_superseded:
+                q = q.where(Fact.superseded == False)  # noqa: E712
+            return list(s.exec(q.order_by(col(Fact.id))).all())
+
+    def save_facts(self, new: Iterable[Fact], updated: Iterable[Fact],
+                   superseded_ids: Sequence[int] = ()) -> None:
+        """Insert ``new``, merge ``updated`` and flag ``superseded_ids`` in one transaction."""
+        with Session(self.engine) as s:
+            for fact in new:
+                s.add(fact)
+            for fact in updated:
+                s.merge(fact)
+            if superseded_ids:
+                for fact in s.exec(select(Fact).where(col(Fact.id).in_(list(superseded_ids)))):
+                    fact.superseded = True
+                    s.add(fact)
+            s.commit()
+
+    # -- response cache --------------------------------------------------------------------
+    def add_cache_entry(self, entry: CacheEntry) -> int:
+        """Insert a cache entry; returns its id."""
+        with Session(self.engine) as s:
+            s.add(entry)
+            s.commit()
+            return int(entry.id)  # type: ignore[arg-type]
+
+    def cache_entries(self, ids: Sequence[int]) -> dict[int, CacheEntry]:
+        """Entries by id (missing ids are absent from the result)."""
+        if not ids:
+            return {}
+        with Session(self.engine) as s:
+            rows = s.exec(select(CacheEntry).where(col(CacheEntry.id).in_(list(ids)))).all()
+            return {int(r.id): r for r in rows}  # type: ignore[arg-type]
+
+    def cache_by_key(self, question_key: str, embedder: str) -> list[CacheEntry]:
+        """Entries whose normalised-question MD5 equals ``question_key``, newest first."""
+        with Session(self.engine) as s:
+            q = (select(CacheEntry).where(CacheEntry.question_key == question_key)
+                 .where(CacheEntry.embedder == embedder).order_by(col(CacheEntry.id).desc()))
+            return list(s.exec(q).all())
+
+    def all_cache_vectors(self, embedder: str) -> list[tuple[int, bytes]]:
+        """(id, float32 bytes) of every entry made by ``embedder``, to rebuild the FAISS index."""
+        with Session(self.engine) as s:
+            q = select(CacheEntry.id, CacheEntry.embedding).where(CacheEntry.embedder == embedder)
+            return [(int(i), bytes(v)) for i, v in s.exec(q).all()]
+
+    def touch_cache_entry(self, entry_id: int, when: datetime | None = None) -> None:
+        """Record a hit: ``hits += 1`` and ``last_used_at = now`` (LRU order, SPEC.md §5)."""
+        with Session(self.engine) as s:
+            entry = s.get(CacheEntry, entry_id)
+            if entry is not None:
+                entry.hits += 1
+                entry.last_used_at = when or utcnow()
+                s.add(entry)
+                s.commit()
+
+    def delete_cache_entries(self, ids: Sequence[int]) -> int:
+        """Delete entries by id; returns how many rows went."""
+        if not ids:
+            return 0
+        with Session(self.engine) as s:
+            rows = s.exec(select(CacheEntry).where(col(CacheEntry.id).in_(list(ids)))).all()
+            for r in rows:
+                s.delete(r)
+            s.commit()
+            return len(rows)
