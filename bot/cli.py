@@ -171,5 +171,16 @@ def bench_turn(repeat: int = typer.Option(5, help="How many times to run the fiv
     run_bench(repeat, index)
 
 
+@bench_app.command("cache")
+def bench_cache_cmd() -> None:
+    """Calibrate the semantic-cache threshold on paraphrase / hard-negative pairs."""
+    _setup_logging()
+    from bot.bench_cache import bench_cache
+    from config.settings import get_settings
+    from core.services import make_embedder
+
+    bench_cache(make_embedder(get_settings()))
+
+
 if __name__ == "__main__":
     app()

@@ -34,6 +34,10 @@ def run_ingest(paths: list[Path], index: Path, bm25_only: bool, batch_size: int)
         print(f"skipped {err}", file=sys.stderr)
     if len(report.errors) > 50:
         print(f"... and {len(report.errors) - 50} more skipped records", file=sys.stderr)
+    for warn in report.warnings[:10]:
+        print(f"warning {warn}", file=sys.stderr)
+    if len(report.warnings) > 10:
+        print(f"... and {len(report.warnings) - 10} more warnings", file=sys.stderr)
     print(f"BM25 ready: {report.documents} documents, {report.chunks} chunks, "
           f"{len(report.errors)} skipped, {report.bm25_seconds:.1f} s -> {index}", file=sys.stderr)
     if embedder is None:

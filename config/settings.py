@@ -26,12 +26,14 @@ class Settings(BaseSettings):
     """
 
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore",
+                                      env_ignore_empty=True,
                                       env_nested_delimiter="__")
 
     data_dir: Path = Field(default_factory=_default_data_dir, alias="MEDBOT_DATA_DIR")
     database_url: str | None = Field(None, alias="DATABASE_URL")
     index_dir: Path | None = Field(None, alias="MEDBOT_INDEX_DIR")
     redis_url: str | None = Field(None, alias="REDIS_URL")
+    lexicon_path: Path | None = Field(None, alias="MEDBOT_LEXICON")
 
     openai_api_key: SecretStr | None = Field(None, alias="OPENAI_API_KEY")
     openai_base_url: str | None = Field(None, alias="OPENAI_BASE_URL")

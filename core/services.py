@@ -11,6 +11,7 @@ from config.settings import Settings
 from core.cache.response_cache import ResponseCache
 from core.embedding import E5Embedder, Embedder, OpenAIEmbedder
 from core.extraction import Extractor
+from core.extraction.lexicon import load_lexicon
 from core.knowledge import ensure_default_index
 from core.llm.client import ChatClient, make_openai_client
 from core.retrieval.index import HybridIndex
@@ -63,7 +64,7 @@ class Services:
         embedder = make_embedder(settings, client)
         llm = ChatClient(client, settings.llm_model) if settings.llm_configured and client else None
         chosen = index_dir or settings.index_dir
-        return cls(settings=settings, repo=repo, extractor=Extractor(), embedder=embedder,
+        return cls(settings=settings, repo=repo, extractor=Extractor(load_lexicon(str(settings.lexicon_path) if settings.lexicon_path else None)), embedder=embedder,
                    cache=ResponseCache(repo, embedder.name, embedder.dim), llm=llm,
                    index_dir=Path(chosen or settings.resolved_index_dir),
                    default_index=chosen is None)

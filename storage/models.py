@@ -16,8 +16,13 @@ from sqlmodel import Field, SQLModel
 
 
 def utcnow() -> datetime:
-    """Timezone-naive UTC now (stored naive; SQLite keeps no zone)."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    """Timezone-aware UTC now."""
+    return datetime.now(timezone.utc)
+
+
+def as_utc(dt: datetime) -> datetime:
+    """``dt`` as an aware UTC datetime (SQLite hands back naive values that were stored as UTC)."""
+    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
 
 
 class User(SQLModel, table=True):

@@ -4,7 +4,8 @@ It never writes a medical statement of its own. Every factual sentence of the an
 sentence copied from a retrieved document, followed by that document's citation number; the
 only other text is fixed framing (an opening line, the profile facts the user stated, and the
 disclaimer). Sentences are chosen by overlap of their BM25 tokens with the query's tokens
-(question plus profile terms), at most two per document, five in all, in document rank order.
+(question plus profile terms), at most two per document, five in all, in document rank order;
+questions (sentences ending in "?") and repeated sentences are skipped.
 """
 
 from __future__ import annotations
@@ -53,11 +54,15 @@ def pick_sentences(query_terms: set[str], docs: list[dict[str, Any]]) -> list[Pi
         Up to :data:`MAX_SENTENCES` sentences with at least one shared term, in document order.
     """
     cands: list[Picked] = []
+    seen: set[str] = set()
     for i, doc in enumerate(docs):
         for j, sent in enumerate(split_sentences(doc["text"])):
+            if len(sent) < 8 or sent.rstrip().endswith("?") or sent in seen:
+                continue  # questions and repeats carry no information
+            seen.add(sent)
             terms = set(tokenize(sent))
             overlap = len(terms & query_terms)
-            if overlap == 0 or len(sent) < 8:
+            if overlap == 0:
                 continue
             cands.append(Picked(sent, i + 1, overlap + 0.5 / (i + 1) - 0.01 * j, (i, j)))
     cands.sort(key=lambda p: -p.score)

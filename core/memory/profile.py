@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from core.extraction.slots import Measurement, Slots
-from storage.models import Fact, utcnow
+from storage.models import Fact, as_utc, utcnow
 
 DECAY_LAMBDA_PER_HOUR = {"vital": 0.1, "lab": 0.05, "symptom": 0.02, "medication": 0.005,
                          "condition": 0.001, "allergy": 0.0, "demographics": 0.0}
@@ -27,7 +27,7 @@ BP_SAME_READING_MMHG = 5.0
 
 def decay_weight(slot: str, observed_at: datetime, now: datetime | None = None) -> float:
     """``exp(-λ_slot · hours since observed_at)`` in (0, 1]; 1.0 for slots without decay."""
-    hours = max(0.0, ((now or utcnow()) - observed_at).total_seconds() / 3600.0)
+    hours = max(0.0, (as_utc(now or utcnow()) - as_utc(observed_at)).total_seconds() / 3600.0)
     return math.exp(-DECAY_LAMBDA_PER_HOUR.get(slot, 0.0) * hours)
 
 
@@ -138,7 +138,7 @@ class Profile:
             if f.slot == "demographics":
                 prof.demographics[f.key] = f
                 continue
-            hist = sorted(history.get((f.slot, f.key), []), key=lambda h: h.observed_at, reverse=True)
+            hist = sorted(history.get((f.slot, f.key), []), key=lambda h: as_utc(h.observed_at), reverse=True)
             prof.items.setdefault(f.slot, []).append(
                 ProfileItem(f, decay_weight(f.slot, f.observed_at, now), hist))
         return prof

@@ -6,6 +6,7 @@ from typing import Any
 
 from core.memory.profile import Profile
 from core.memory.summary import profile_summary
+from storage.models import as_utc
 from storage.repositories import Repository
 
 
@@ -34,7 +35,7 @@ def _fact(f, weight: float | None) -> dict[str, Any]:
     out = {"slot": f.slot, "key": f.key, "name": f.name, "name_ko": f.text_value if f.cui else None,
            "value": f.text_value if f.value is None and not f.cui else f.value, "value2": f.value2,
            "unit": f.unit, "cui": f.cui, "tui": f.tui, "confidence": f.confidence,
-           "status": f.status, "mentions": f.mentions, "observed_at": f.observed_at.isoformat() + "Z"}
+           "status": f.status, "mentions": f.mentions, "observed_at": as_utc(f.observed_at).isoformat()}
     if weight is not None:
         out["weight"] = round(weight, 4)
     return {k: v for k, v in out.items() if v is not None}

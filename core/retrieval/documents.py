@@ -31,6 +31,12 @@ class Document:
     url: str = ""
     lang: str = "en"
     meta: dict[str, Any] = field(default_factory=dict)
+    line: int = 0
+
+    def with_id(self, doc_id: str) -> "Document":
+        """A copy under another id (used to keep a duplicate id's record as its own document)."""
+        return Document(doc_id, self.title, self.text, self.source, self.url, self.lang,
+                        self.meta, self.line)
 
 
 @dataclass(frozen=True)
@@ -130,7 +136,7 @@ def _record_to_document(rec: Any, path: Path, lineno: int,
     meta = {k: v for k, v in rec.items() if k not in _KNOWN}
     return Document(doc_id=doc_id, title=title, text=text.strip(),
                     source=str(rec.get("source") or path.name), url=str(rec.get("url") or ""),
-                    lang=lang, meta=meta)
+                    lang=lang, meta=meta, line=lineno)
 
 
 def chunk_document(doc: Document, chunk_tokens: int = 300, overlap_tokens: int = 50) -> list[Chunk]:

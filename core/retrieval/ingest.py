@@ -35,6 +35,7 @@ class IngestReport:
     documents: int = 0
     chunks: int = 0
     errors: list[ReadError] = field(default_factory=list)
+    warnings: list[ReadError] = field(default_factory=list)
     bm25_seconds: float = 0.0
     embedded_before: int = 0
     embedded_now: int = 0
@@ -71,8 +72,12 @@ def build_bm25_stage(paths: Sequence[Path], index_dir: Path, embedder_name: str 
         for doc in tqdm(read_documents(Path(path), report.errors), desc=f"read {Path(path).name}",
                         unit="doc", disable=not progress, file=sys.stderr):
             if doc.doc_id in seen:
-                report.errors.append(ReadError(str(path), 0, f"duplicate id {doc.doc_id!r} skipped"))
-                continue
+                n = 2
+                while f"{doc.doc_id}~{n}" in seen:
+                    n += 1
+                report.warnings.append(ReadError(str(path), doc.line,
+                                                 f"duplicate id {doc.doc_id!r} kept as {doc.doc_id}~{n}"))
+                doc = doc.with_id(f"{doc.doc_id}~{n}")
             seen.add(doc.doc_id)
             report.documents += 1
             chunks.extend(chunk_document(doc, chunk_tokens, overlap_tokens))
