@@ -23,7 +23,7 @@ _SEX_EN = re.compile(r"\b(?:i(?:'m| am)\s+(?:an?\s+)?(?:\d{1,3}[- ]?(?:years?|yr
                      r"|\d{1,3}[- ]?(?:years?|yrs?)[- ]?old\s+|\d{1,3}\s*(?:yo|y/o)\s+)"
                      r"(male|man|female|woman)\b", re.I)
 _PREG = re.compile(r"임신\s*(?:중|\d+\s*주|했|하고)|임산부|\bpregnan(?:t|cy)\b", re.I)
-_PREG_NEG = re.compile(r"임신\s*(?:아니|안\s*했|하지\s*않)|\bnot\s+pregnant\b", re.I)
+_PREG_NEG = re.compile(r"임신(?:은|이)?\s*(?:아니|안\s*했|하지\s*않)|\bnot\s+pregnant\b", re.I)
 
 _BP = re.compile(r"(\d{2,3})\s*/\s*(\d{2,3})(\s*mm\s*hg)?", re.I)
 _BP_CONTEXT = re.compile(r"혈압|\bbp\b|blood\s*pressure|mm\s*hg", re.I)
