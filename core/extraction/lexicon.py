@@ -1,9 +1,9 @@
 """Dictionary concept matching against the bundled lexicon (``data/lexicon.jsonl``).
 
 Each lexicon row is one UMLS concept (CUI, TUI, slot, Korean and English names and synonyms).
-Matching is longest-first over one compiled alternation. English names match on word
-boundaries; Korean names match at the start of a word and may carry particles after them
-(``당뇨병이``, ``메트포르민을``), since Korean attaches particles to nouns.
+Matching is longest-first at each word start (a dictionary scan, no regex). English names
+match on word boundaries; Korean names match at the start of a word and may carry particles
+after them (``당뇨병이``, ``메트포르민을``), since Korean attaches particles to nouns.
 """
 
 from __future__ import annotations
@@ -63,17 +63,11 @@ class Lexicon:
                     continue
                 abbrev = name.isupper() and len(name) <= 4
                 self._surface[key] = (entry.cui, 0.85 if abbrev else 0.95)
-        self._pattern = self._compile()
-
-    def _compile(self) -> re.Pattern[str]:
-        alts = []
-        for key in sorted(self._surface, key=len, reverse=True):
-            esc = re.escape(key).replace(r"\ ", r"\s*") if _HANGUL.search(key) else re.escape(key)
-            if _HANGUL.search(key[0]):
-                alts.append(rf"(?<![\uac00-\ud7a3]){esc}")
-            else:
-                alts.append(rf"(?<![a-z0-9]){esc}(?![a-z0-9])")
-        return re.compile("|".join(alts) or r"(?!x)x", re.I)
+        self._lengths: dict[str, list[int]] = {}
+        for key in self._surface:
+            self._lengths.setdefault(key[0], []).append(len(key))
+        for first, lengths in self._lengths.items():
+            self._lengths[first] = sorted(set(lengths), reverse=True)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -81,31 +75,51 @@ class Lexicon:
     def match(self, text: str, lang: str) -> list[Concept]:
         """Concepts mentioned in ``text``, one per CUI, in order of first mention.
 
+        A scan over word starts: at each, the longest surface form that matches wins, and the
+        scan resumes after it. O(len(text) × distinct surface lengths).
+
         Args:
             text: the message.
             lang: ``ko`` or ``en``: the language of the ``name`` given to each concept.
         """
+        low = "".join(ch.lower() if len(ch.lower()) == 1 else ch for ch in text)
         found: dict[str, Concept] = {}
-        for m in self._pattern.finditer(text):
-            key = re.sub(r"\s+", "", m.group(0).lower()) if _HANGUL.search(m.group(0)) else m.group(0).lower()
-            hit = self._surface.get(key) or self._surface.get(m.group(0).lower())
-            if hit is None:
-                hit = self._lookup_spaced(m.group(0))
-            if hit is None or hit[0] in found:
+        i, n = 0, len(low)
+        while i < n:
+            hit_len = self._match_at(low, i) if _word_start(low, i) else 0
+            if not hit_len:
+                i += 1
                 continue
-            e = self.entries[hit[0]]
-            found[e.cui] = Concept(cui=e.cui, tui=e.tui, slot=e.slot,
-                                   name=e.name_ko if lang == "ko" else e.name_en,
-                                   name_en=e.name_en, name_ko=e.name_ko, matched=m.group(0),
-                                   confidence=hit[1], chronic=e.chronic)
+            cui, conf = self._surface[low[i:i + hit_len]]
+            if cui not in found:
+                e = self.entries[cui]
+                found[cui] = Concept(cui=e.cui, tui=e.tui, slot=e.slot,
+                                     name=e.name_ko if lang == "ko" else e.name_en,
+                                     name_en=e.name_en, name_ko=e.name_ko,
+                                     matched=text[i:i + hit_len], confidence=conf,
+                                     chronic=e.chronic)
+            i += hit_len
         return list(found.values())
 
-    def _lookup_spaced(self, matched: str) -> tuple[str, float] | None:
-        squashed = re.sub(r"\s+", "", matched.lower())
-        for key, hit in self._surface.items():
-            if re.sub(r"\s+", "", key) == squashed:
-                return hit
-        return None
+    def _match_at(self, low: str, i: int) -> int:
+        for length in self._lengths.get(low[i], ()):
+            cand = low[i:i + length]
+            if len(cand) == length and cand in self._surface:
+                end = i + length
+                # Latin names end on a word boundary; Korean names may carry particles.
+                if cand[-1].isascii() and end < len(low) and low[end].isascii() and low[end].isalnum():
+                    continue
+                return length
+        return 0
+
+
+def _word_start(low: str, i: int) -> bool:
+    if i == 0:
+        return True
+    prev, ch = low[i - 1], low[i]
+    if _HANGUL.match(ch):
+        return not _HANGUL.match(prev)
+    return not (prev.isascii() and prev.isalnum())
 
 
 @lru_cache(maxsize=4)
