@@ -167,8 +167,6 @@ def test_chunk_cuts_overlong_sentence_within_limit():
     assert all("\ufffd" not in c.text for c in chunks)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: documents._split_long decodes each token slice with "
-                   "errors='ignore', dropping Hangul characters split across a cut")
 def test_chunk_overlong_korean_sentence_loses_no_characters():
     text = ("혈압을 낮추려면 소금 섭취를 줄이고 규칙적으로 운동하며 체중을 관리하는 것이 좋습니다 " * 40).strip()
     chunks = chunk_document(Document("ko-long", "고혈압", text, lang="ko"), 100, 0)

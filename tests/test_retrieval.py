@@ -174,8 +174,6 @@ def test_korean_same_noun_with_different_particles_matches():
     assert {"메트포르민", "부작용"} <= set(a) and {"메트포르민", "부작용"} <= set(b)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: tokenize drops Kiwi's XPN prefix, so 고혈당 "
-                   "(hyperglycaemia) and 저혈당 (hypoglycaemia) both index as 혈당")
 def test_korean_prefix_nouns_stay_distinct():
     assert tokenize("고혈당 증상") != tokenize("저혈당 증상")
 
@@ -196,8 +194,6 @@ def test_mixed_korean_english_text():
     assert tokenize_many(texts) == [tokenize(t) for t in texts]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Latin+digit words inside Korean text are split by "
-                   "Kiwi (SGLT2 -> sglt, 2; HbA1c -> hba, 1, c) while English text keeps them whole")
 @pytest.mark.parametrize("term", ["SGLT2", "HbA1c"])
 def test_alphanumeric_terms_tokenised_alike_in_korean_and_english(term):
     english = tokenize(f"{term} level")

@@ -165,11 +165,24 @@ def chunk_document(doc: Document, chunk_tokens: int = 300, overlap_tokens: int =
 
 
 def _split_long(sentence: str, limit: int) -> list[str]:
+    """Cut a sentence into pieces of at most ``limit`` tokens, each cut moved back to a
+    character boundary so no character is lost."""
     ids = encoding().encode(sentence, disallowed_special=())
     if len(ids) <= limit:
         return [sentence]
-    return [encoding().decode_bytes(ids[i:i + limit]).decode("utf-8", "ignore")
-            for i in range(0, len(ids), limit)]
+    pieces, i = [], 0
+    while i < len(ids):
+        j = min(i + limit, len(ids))
+        while j > i + 1:
+            try:
+                pieces.append(encoding().decode_bytes(ids[i:j]).decode("utf-8"))
+                break
+            except UnicodeDecodeError:
+                j -= 1
+        else:
+            pieces.append(encoding().decode_bytes(ids[i:j]).decode("utf-8", "replace"))
+        i = j
+    return pieces
 
 
 def _overlap_tail(cur: list[tuple[str, int]], overlap: int, room: int) -> list[tuple[str, int]]:

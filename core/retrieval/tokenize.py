@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
-NAME = "kiwi-morph+en-words/v1"
+NAME = "kiwi-morph+en-words/v2"
 _KEEP_TAGS = {"NNG", "NNP", "VV", "VA", "XR", "SL", "SN", "SH"}
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
 _WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
@@ -47,13 +47,26 @@ def tokenize(text: str) -> list[str]:
         return _english(text)
     with _lock:
         tokens = _kiwi().tokenize(text)
+    return [t for t in _merge(tokens) if t not in _STOP]
+
+
+def _merge(tokens) -> list[str]:
+    """Content forms, with two repairs of Kiwi's split: adjacent Latin letters and digits join
+    (``SGLT2``, ``HbA1c`` as in English text), and a noun prefix (XPN: 고-, 저-) joins the noun
+    right after it (``고혈당`` and ``저혈당`` stay different words)."""
     out: list[str] = []
+    prev_end, prev_tag, pending = -1, "", ""
     for tok in tokens:
-        if tok.tag in _KEEP_TAGS:
-            form = tok.form.lower()
-            if tok.tag == "SL" and form in _STOP:
-                continue
+        form, tag = tok.form.lower(), tok.tag
+        touching = tok.start == prev_end
+        if tag in ("SL", "SN") and touching and prev_tag in ("SL", "SN") and out:
+            out[-1] += form
+        elif tag in ("NNG", "NNP") and touching and prev_tag == "XPN":
+            out.append(pending + form)
+        elif tag in _KEEP_TAGS:
             out.append(form)
+        pending = form if tag == "XPN" else ""
+        prev_end, prev_tag = tok.start + tok.len, tag
     return out
 
 
