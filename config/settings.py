@@ -47,7 +47,6 @@ class Settings(BaseSettings):
     system_budget: int = Field(400, alias="SYSTEM_BUDGET", ge=100)
     documents_budget: int = Field(900, alias="DOCUMENTS_BUDGET", ge=100)
     max_question_tokens: int = Field(1000, alias="MAX_QUESTION_TOKENS", ge=50)
-    max_message_chars: int = Field(20000, alias="MAX_MESSAGE_CHARS", ge=100)
     chunk_tokens: int = Field(300, alias="CHUNK_TOKENS", ge=50)
     chunk_overlap_tokens: int = Field(50, alias="CHUNK_OVERLAP_TOKENS", ge=0)
     rrf_k: int = Field(60, alias="RRF_K", ge=1)

@@ -20,7 +20,7 @@ from core.messages import InboundMessage, OutboundMessage, Source
 from core.retrieval.index import IndexMismatchError, IndexNotFoundError
 from core.services import Services
 from core.text import detect_lang, has_letters, sanitize
-from core.tokens import count_tokens
+from core.tokens import count_tokens, truncate_tokens
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,7 @@ class Agent:
             return OutboundMessage(text=_NO_TEXT[lang], lang=lang, trace={"rejected": "no letters"})
         state: dict[str, Any] = {"user_id": msg.user_id, "session_id": msg.session, "channel": msg.channel,
                                  "role": msg.role, "mode": msg.mode, "text": text, "lang": lang,
+                                 "question": truncate_tokens(text, self.settings.max_question_tokens),
                                  "flags": flags, "notes": [], "node_ms": [], "llm_calls": 0}
         final: dict[str, Any] = dict(state)
         try:
@@ -124,7 +125,7 @@ def build_trace(st: dict[str, Any], t0: float) -> dict[str, Any]:
         "retrieval": st.get("retrieval"),
         "cache_hit": st.get("cache_hit"),
         "generator": st.get("generator"),
-        "quality": st.get("quality"),
+        "quality": (st.get("best") or {}).get("quality") or st.get("quality"),
         "quality_history": st.get("quality_history", []),
         "refine_iterations": st.get("refine_iterations", 0),
         "refine_stop_reason": st.get("refine_stop_reason"),

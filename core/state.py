@@ -22,6 +22,7 @@ class AgentState(TypedDict, total=False):
     role: str
     mode: str
     text: str
+    question: str  # text cut to MAX_QUESTION_TOKENS: what models see
     lang: str
     flags: Any  # config.flags.FeatureFlags
     notes: list[str]

@@ -27,7 +27,7 @@ def detect_lang(text: str, default: str = "en") -> str:
 def sanitize(text: str) -> str:
     """Make arbitrary input safe to process: valid UTF-8, NFC, no control characters.
 
-    Lone surrogates (from undecodable bytes) become U+FFFD, controls other than tab and newline
+    Lone surrogates (from undecodable bytes) become ``?``, controls other than tab and newline
     are removed, runs of whitespace are collapsed. Never raises.
     """
     text = text.encode("utf-8", "replace").decode("utf-8", "replace")
@@ -39,6 +39,16 @@ def sanitize(text: str) -> str:
 def has_letters(text: str) -> bool:
     """True when the text holds at least one letter of any script (not only symbols/digits)."""
     return any(ch.isalpha() for ch in text)
+
+
+_SELF = re.compile(r"제가|저는|제\s|내가|나는|내\s|저한테|저에게|\bmy\b|\bi\b|\bi'm\b|\bme\b|\bmine\b",
+                   re.I)
+
+
+def is_self_referential(text: str) -> bool:
+    """True when the question is about the asker (``제가``, ``내``, ``my``, ``I``): its answer
+    depends on who asks, so it is never shared through the cache."""
+    return bool(_SELF.search(text))
 
 
 def question_key(text: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 from core.cache.response_cache import CacheCandidate, usable
 from core.services import Services
 from core.state import AgentState
-from core.text import question_key
+from core.text import is_self_referential, question_key
 from core.tokens import count_tokens
 from storage.models import CacheEntry
 
@@ -26,7 +26,7 @@ def check_similarity(state: AgentState, svc: Services) -> dict[str, Any]:
     if state["mode"] == "llm":
         return {"question_vec": None, "cache_candidates": []}
     try:
-        vec = svc.embedder.embed_query(state["text"])
+        vec = svc.embedder.embed_query(state["question"])
     except Exception as exc:  # the embedder must never cost the user their turn
         log.warning("query embedding failed: %s", exc)
         return {"question_vec": None, "cache_candidates": [],
@@ -34,17 +34,21 @@ def check_similarity(state: AgentState, svc: Services) -> dict[str, Any]:
     flags = state["flags"]
     if not flags.response_cache_enabled:
         return {"question_vec": vec, "cache_candidates": []}
-    cands = svc.cache.lookup(question_key(state["text"]), vec, flags.cache_similarity_threshold)
+    cands = svc.cache.lookup(question_key(state["question"]), vec, flags.cache_similarity_threshold)
     return {"question_vec": vec, "cache_candidates": [asdict(c) for c in cands]}
 
 
 def select_hit(state: AgentState) -> dict[str, Any] | None:
     """The first cache candidate this user may be served, or ``None``.
 
-    Generic entries serve everyone; personalised entries only their owner while the profile
-    fingerprint (after this turn's facts) is unchanged.
+    Generic entries serve everyone, except a self-referential question (``제가 먹는 약``,
+    ``my medication``), which only its asker's own entries may answer; personalised entries
+    serve only their owner while the profile fingerprint (after this turn's facts) is unchanged.
     """
+    self_ref = is_self_referential(state["question"])
     for c in state.get("cache_candidates") or []:
+        if self_ref and c["owner_user_id"] is None:
+            continue  # "my medication" is never answered from another user's generic entry
         if usable(CacheCandidate(**c), state["user_id"], state.get("profile_fingerprint", "")):
             return c
     return None
@@ -70,9 +74,10 @@ def store_response(state: AgentState, svc: Services) -> dict[str, Any]:
                        {"intent": state.get("intent"), "quality": quality, "sources": sources,
                         "generator": state.get("generator")})
     if _cacheable(state, quality, sources):
-        personalised = bool(state.get("sections", {}).get("profile"))
+        personalised = bool(state.get("sections", {}).get("profile")) or \
+            is_self_referential(state["question"])
         svc.cache.add(CacheEntry(
-            question=state["text"], question_key=question_key(state["text"]), answer=answer,
+            question=state["question"], question_key=question_key(state["question"]), answer=answer,
             sources=sources or [], lang=state["lang"], embedder=svc.embedder.name, embedding=b"",
             owner_user_id=state["user_id"] if personalised else None,
             profile_fingerprint=state.get("profile_fingerprint") if personalised else None,

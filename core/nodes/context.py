@@ -3,24 +3,22 @@ query rewritten with the profile (SPEC.md §3.3, §7)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from core import prompts
 from core.context import plan_tokens, render_dialogue, render_section
 from core.services import Services
 from core.state import AgentState
+from core.text import is_self_referential
 from core.tokens import count_tokens, truncate_tokens
 
-_SELF = re.compile(r"제가|저는|제\s|내가|나는|내\s|저한테|저에게|\bmy\b|\bi\b|\bi'm\b|\bme\b|\bmine\b", re.I)
-_MED = re.compile(r"약|복용|medication|medicine|drug|pill|tablet", re.I)
 
 
 def rewrite_query(question: str, state: AgentState) -> tuple[str, str]:
     """Add the profile's medications / conditions when the question points at the user's own
     (``제가 먹는 약``, ``my medication``) without naming it. Returns (query, reason)."""
     terms_all = state.get("profile_terms_all") or []
-    if not state["flags"].query_rewrite_enabled or not terms_all or not _SELF.search(question):
+    if not state["flags"].query_rewrite_enabled or not terms_all or not is_self_referential(question):
         return question, "not rewritten"
     named = {c.cui for c in state["slots"].concepts}
     if named:
@@ -31,7 +29,7 @@ def rewrite_query(question: str, state: AgentState) -> tuple[str, str]:
 def assemble_context(state: AgentState, svc: Services) -> dict[str, Any]:
     """Plan the budget and render system, profile, long-term and dialogue sections."""
     s, flags, lang = svc.settings, state["flags"], state["lang"]
-    question = truncate_tokens(state["text"], s.max_question_tokens)
+    question = state["question"]
     plan = plan_tokens(s.token_budget, s.system_budget, s.documents_budget, count_tokens(question))
     if state["mode"] == "llm":
         return {"plan": plan.to_dict(), "retrieval_query": question,

@@ -25,7 +25,7 @@ MIN_IMPROVEMENT = 0.05
 
 def _judge(state: AgentState, svc: Services) -> tuple[QualityScore | None, str]:
     evidence = "\n\n".join(f"[{i}] {d['text'][:1500]}" for i, d in enumerate(state.get("docs", []), 1))
-    user = json.dumps({"question": state["text"], "answer": state["answer"],
+    user = json.dumps({"question": state["question"], "answer": state["answer"],
                        "evidence": evidence}, ensure_ascii=False)
     try:
         reply = svc.llm.complete([{"role": "system", "content": prompts.JUDGE},  # type: ignore[union-attr]
@@ -61,14 +61,14 @@ def refine(state: AgentState, svc: Services) -> dict[str, Any]:
 
 
 def _rewrite(state: AgentState, svc: Services, missing: list[str]) -> tuple[str, int]:
-    base = f"{state['text']} {' '.join(missing)}".strip()
+    base = f"{state['question']} {' '.join(missing)}".strip()
     if svc.llm is None or not state["flags"].dynamic_query_rewrite:
         return base, 0
     profile = state.get("profile_summary", "")
     try:
         reply = svc.llm.complete([{"role": "system", "content": prompts.REWRITE},
                                   {"role": "user", "content": json.dumps(
-                                      {"question": state["text"], "missing_info": missing,
+                                      {"question": state["question"], "missing_info": missing,
                                        "profile": profile}, ensure_ascii=False)}], max_tokens=80)
         return reply.text.strip() or base, 1
     except LLMError:

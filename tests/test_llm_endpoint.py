@@ -1,0 +1,243 @@
+"""The agent with an OpenAI-compatible endpoint: the real ``openai`` client talks to the loopback
+fake server (tests/fakes/openai_server.py). Nothing of our own code is replaced."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import numpy as np
+import pytest
+
+from conftest import make_settings
+from core import prompts
+from core.agent import Agent
+from core.messages import InboundMessage, OutboundMessage
+from core.services import make_embedder
+from core.tokens import count_tokens
+from fakes.openai_server import EMBEDDING_DIM, FakeOpenAIServer, fake_embedding
+
+PROFILE_MSG = "저는 65세 남성이고 10년째 당뇨병이 있어요. 메트포르민을 먹고 있어요."
+MED_Q = "제가 먹는 약의 부작용이 뭔가요?"
+GENERIC_Q = "운동은 일주일에 얼마나 해야 하나요?"
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer(require_key="sk-test") as srv:
+        yield srv
+
+
+def llm_agent(tmp_path, index, base_url: str, **env) -> Agent:
+    return Agent(make_settings(tmp_path, index, OPENAI_BASE_URL=base_url, LLM_MODEL="fake-model",
+                               OPENAI_API_KEY="sk-test", **env))
+
+
+def ask(agent: Agent, user: str, text: str, **kw) -> OutboundMessage:
+    return agent.handle(InboundMessage(user_id=user, text=text, **kw))
+
+
+def nodes(reply: OutboundMessage) -> list[str]:
+    return [n["node"] for n in reply.trace["nodes"]]
+
+
+def chats(srv: FakeOpenAIServer) -> list[dict]:
+    return [r["json"] for r in srv.requests_to("/chat/completions")]
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def long_cited_answer() -> str:
+    """An answer the heuristic scores 1.0: ≥ 120 tokens, cites the top three documents."""
+    text = ("주 150분 정도의 중강도 유산소 운동이 권장됩니다 [1]. 근력 운동은 주 2일 이상 함께 하세요 [2]. "
+            "천천히 시작하고 준비운동과 정리운동을 하세요 [3]. ")
+    out = text
+    while count_tokens(out) < 130:
+        out += text
+    return out.strip()
+
+
+def test_answer_and_judge_come_from_the_llm(tmp_path, default_index, server):
+    agent = llm_agent(tmp_path, default_index, server.base_url)
+    user = "llm:u1"
+    ask(agent, user, PROFILE_MSG)
+    server.clear()
+
+    answer = "드시는 메트포르민의 흔한 부작용은 설사 같은 위장 증상이에요 [1]."
+    judge = {"grounding": 0.7, "completeness": 0.5, "accuracy": 0.6, "missing_info": [],
+             "improvement_suggestions": ["더 자세히"], "safety_concerns": []}
+    server.script_chat(answer, json.dumps(judge))
+    reply = ask(agent, user, MED_Q)
+
+    assert reply.text.startswith(answer)
+    assert prompts.DISCLAIMER["ko"] in reply.text
+    assert reply.trace["generator"] == "llm"
+    assert reply.sources
+
+    reqs = chats(server)
+    assert len(reqs) == 2, reqs
+    gen, judged = reqs
+    assert gen["model"] == "fake-model"
+    system = gen["messages"][0]
+    assert system["role"] == "system"
+    for needle in ("65세", "남성", "당뇨병", "메트포르민"):
+        assert needle in system["content"], needle
+    assert "[1]" in system["content"]
+    assert reply.sources[0].title in system["content"]
+    assert gen["messages"][-1] == {"role": "user", "content": MED_Q}
+    assert "response_format" not in gen
+
+    assert judged["response_format"] == {"type": "json_object"}
+    assert judged["messages"][0]["content"] == prompts.JUDGE
+    payload = json.loads(judged["messages"][1]["content"])
+    assert payload["question"] == MED_Q and payload["answer"].startswith(answer)
+    assert "[1]" in payload["evidence"]
+    assert all(r["headers"]["authorization"] == "Bearer sk-test"
+               for r in server.requests_to("/chat/completions"))
+
+    q = reply.trace["quality"]
+    assert q["method"] == "llm_judge"
+    assert q["overall"] == pytest.approx(0.4 * 0.7 + 0.3 * 0.5 + 0.3 * 0.6)
+    assert (q["grounding"], q["completeness"], q["accuracy"]) == (0.7, 0.5, 0.6)
+    assert q["improvement_suggestions"] == ["더 자세히"]
+    assert reply.trace["refine_stop_reason"].startswith("quality_ok")
+    assert reply.trace["llm_calls"] == 2
+
+
+def test_malformed_judge_reply_falls_back_to_heuristic(tmp_path, default_index, server):
+    agent = llm_agent(tmp_path, default_index, server.base_url)
+    answer = long_cited_answer()
+    server.script_chat(answer, "not json at all")
+    reply = ask(agent, "llm:u2", GENERIC_Q)
+
+    assert reply.text.startswith(answer[:40])
+    assert reply.trace["generator"] == "llm"
+    assert reply.trace["quality"]["method"] == "heuristic"
+    assert any("malformed" in n for n in reply.trace["notes"]), reply.trace["notes"]
+    assert len(chats(server)) == 2
+    assert reply.trace["refine_iterations"] == 0
+
+
+def test_http_500_once_is_retried(tmp_path, default_index, server):
+    agent = llm_agent(tmp_path, default_index, server.base_url)
+    answer = "운동은 주 150분 정도가 권장돼요 [1]."
+    server.script_chat(500, answer, json.dumps({"grounding": 1, "completeness": 1, "accuracy": 1}))
+    reply = ask(agent, "llm:u3", GENERIC_Q)
+
+    assert reply.text.startswith(answer)
+    assert reply.trace["generator"] == "llm"
+    assert not any("LLM failed" in n for n in reply.trace["notes"])
+    reqs = chats(server)
+    assert len(reqs) == 3, [r.get("response_format") for r in reqs]
+    assert reqs[0] == reqs[1]  # the failed request was sent again, unchanged
+    assert reqs[2]["response_format"] == {"type": "json_object"}
+    assert reply.trace["quality"]["method"] == "llm_judge"
+    assert reply.trace["quality"]["overall"] == pytest.approx(1.0)
+
+
+def test_endpoint_down_answers_offline_and_stores_the_turn(tmp_path, default_index):
+    base_url = f"http://127.0.0.1:{closed_port()}/v1"
+    agent = llm_agent(tmp_path, default_index, base_url, LLM_MAX_RETRIES=1, LLM_TIMEOUT_S=5)
+    user = "llm:down"
+    reply = ask(agent, user, "메트포르민 부작용이 뭔가요?")
+
+    assert reply.trace["generator"] == "offline"
+    assert any(n.startswith("LLM failed") for n in reply.trace["notes"]), reply.trace["notes"]
+    assert reply.sources and "[1]" in reply.text
+    assert prompts.DISCLAIMER["ko"] in reply.text
+    assert "error" not in reply.trace
+    repo = agent.services.repo
+    assert repo.count_turns(user) == 1
+    turn = repo.recent_turns(user, 1)[0]
+    assert turn.user_text == "메트포르민 부작용이 뭔가요?" and turn.reply == reply.text
+
+
+def test_endpoint_failing_beyond_retries_answers_offline(tmp_path, default_index, server):
+    agent = llm_agent(tmp_path, default_index, server.base_url, LLM_MAX_RETRIES=1)
+    server.script_chat(500, 500)  # the answer request and its one retry
+    reply = ask(agent, "llm:u4", "메트포르민 부작용이 뭔가요?",
+                flags={"self_refine_enabled": False})
+    assert reply.trace["generator"] == "offline"
+    assert any(n.startswith("LLM failed") for n in reply.trace["notes"])
+    assert "[1]" in reply.text and reply.sources
+    assert len(server.requests_to("/chat/completions")) >= 2
+    assert agent.services.repo.count_turns("llm:u4") == 1
+
+
+def test_baseline_mode_with_endpoint(tmp_path, default_index, server):
+    agent = llm_agent(tmp_path, default_index, server.base_url)
+    ask(agent, "llm:base", PROFILE_MSG, mode="llm")
+    server.clear()
+    server.script_chat("BASELINE 답변입니다.")
+    reply = ask(agent, "llm:base", MED_Q, mode="llm")
+
+    assert reply.text.startswith("BASELINE 답변입니다.")
+    assert reply.trace["generator"] == "llm"
+    assert "retrieve" not in nodes(reply)
+    assert reply.sources == []
+    reqs = chats(server)
+    assert len(reqs) == 1  # no judge, no refine in the baseline
+    system = reqs[0]["messages"][0]["content"]
+    assert "근거 문서" not in system and "[1]" not in system
+    assert "메트포르민" not in system and "65세" not in system  # no profile either
+    assert reqs[0]["messages"][-1]["content"] == MED_Q
+
+
+def test_baseline_mode_without_endpoint_refuses_politely(agent):
+    reply = ask(agent, "offline:base", "메트포르민 부작용이 뭔가요?", mode="llm")
+    assert reply.trace["generator"] == "none"
+    assert "엔드포인트" in reply.text
+    assert reply.sources == []
+    assert "[1]" not in reply.text and not any(l.startswith("- ") for l in reply.text.splitlines())
+    assert "설사" not in reply.text
+    assert "retrieve" not in nodes(reply)
+    assert agent.services.repo.count_turns("offline:base") == 1
+
+
+def test_embeddings_through_the_endpoint(tmp_path, default_index, server):
+    settings = make_settings(tmp_path, default_index, OPENAI_BASE_URL=server.base_url,
+                             OPENAI_API_KEY="sk-test", EMBEDDING_BACKEND="openai",
+                             EMBEDDING_MODEL="fake-embed")
+    emb = make_embedder(settings)
+    assert emb.dim == EMBEDDING_DIM
+    assert emb.name == "openai/fake-embed"
+    v = emb.embed_query("메트포르민 부작용")
+    assert v.shape == (EMBEDDING_DIM,) and v.dtype == np.float32
+    assert np.linalg.norm(v) == pytest.approx(1.0, abs=1e-5)
+    assert np.allclose(v, np.asarray(fake_embedding("메트포르민 부작용"), dtype=np.float32), atol=1e-5)
+    m = emb.embed_passages(["혈압 약", "blood pressure medicine", "x"])
+    assert m.shape == (3, EMBEDDING_DIM)
+    assert np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
+    assert not np.allclose(m[0], m[1])
+    reqs = server.requests_to("/embeddings")
+    assert reqs and all(r["json"]["model"] == "fake-embed" for r in reqs)
+
+
+def test_openai_embedder_over_e5_index_reports_mismatch(tmp_path, default_index, server):
+    settings = make_settings(tmp_path, default_index, OPENAI_BASE_URL=server.base_url,
+                             OPENAI_API_KEY="sk-test", EMBEDDING_BACKEND="openai",
+                             EMBEDDING_MODEL="fake-embed")
+    agent = Agent(settings)
+    reply = ask(agent, "emb:u", "메트포르민 부작용이 뭔가요?")
+    assert "지식 색인을 불러올 수 없어요" in reply.text
+    assert "openai/fake-embed" in reply.text  # says which embedder does not match
+    assert "error" in reply.trace
+    assert agent.services.repo.count_turns("emb:u") == 1
+    assert agent.services.repo.recent_turns("emb:u", 1)[0].user_text == "메트포르민 부작용이 뭔가요?"
+
+
+def test_long_message_is_truncated_in_every_llm_request(tmp_path, default_index, server):
+    agent = llm_agent(tmp_path, default_index, server.base_url, MAX_QUESTION_TOKENS=50)
+    head = "운동은 일주일에 얼마나 해야 하나요? 혈압이 높은 편이라 걱정이에요. " * 6
+    text = head + "TAILMARKER " * 40
+    assert count_tokens(head) > 50
+    reply = ask(agent, "llm:long", text)
+    assert "50" in reply.text.split("\n")[0]  # the user is told only the first 50 tokens were used
+    reqs = chats(server)
+    assert len(reqs) >= 2  # the answer and the judge
+    for body in reqs:
+        assert "TAILMARKER" not in json.dumps(body, ensure_ascii=False), body["messages"][0]["content"][:80]
