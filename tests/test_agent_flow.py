@@ -16,19 +16,14 @@ from core.memory.view import profile_view
 from core.messages import InboundMessage, OutboundMessage
 from core.retrieval.index import HybridIndex
 from core.text import question_key
+from bot.bench import FIVE_TURNS
 
 CUI = re.compile(r"^C\d{7}$")
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 BULLET = re.compile(r"^- (?P<body>.+?) \[(?P<n>\d+)\]"
                     r"(?: \((?:영문 자료 인용|quoted from a Korean source)\))?$")
 
-SCRIPT = [
-    "안녕하세요",
-    "저는 65세 남성이고 10년째 당뇨병이 있어요. 메트포르민을 먹고 있어요.",
-    "요즘 혈압이 150/95 정도 나와요",
-    "공복혈당은 180이고 HbA1c는 8.2%예요",
-    "제가 먹는 약의 부작용이 뭔가요?",
-]
+SCRIPT = FIVE_TURNS  # the acceptance script, shared with `medbot bench turn`
 GENERIC_Q = "운동은 일주일에 얼마나 해야 하나요?"
 MED_Q = "제가 먹는 약의 부작용이 뭔가요?"
 

@@ -9,15 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from bot.bench import FIVE_TURNS
 
 MEDBOT = str(Path(sys.executable).parent / "medbot")
-SCRIPT = [
-    "안녕하세요",
-    "저는 65세 남성이고 10년째 당뇨병이 있어요. 메트포르민을 먹고 있어요.",
-    "요즘 혈압이 150/95 정도 나와요",
-    "공복혈당은 180이고 HbA1c는 8.2%예요",
-    "제가 먹는 약의 부작용이 뭔가요?",
-]
+SCRIPT = FIVE_TURNS  # the acceptance script, shared with `medbot bench turn`
 DROP = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "LLM_MODEL",
         "DATABASE_URL", "REDIS_URL", "EMBEDDING_BACKEND", "EMBEDDING_MODEL", "MEDBOT_LEXICON",
         "MEDBOT_DATA_DIR", "MEDBOT_INDEX_DIR", "TELEGRAM_BOT_TOKEN", "SLACK_BOT_TOKEN",
