@@ -46,7 +46,7 @@ class FeatureFlags(BaseModel):
     include_evidence: bool = True
     retrieval_mode: Literal["hybrid", "bm25", "dense"] = "hybrid"
     budget_aware_retrieval: bool = True
-    medcat_enabled: bool = False
+    medcat_enabled: bool = True
     memory_mode: Literal["structured", "none"] = "structured"
     query_rewrite_enabled: bool = True
 

@@ -34,6 +34,10 @@ class Settings(BaseSettings):
     index_dir: Path | None = Field(None, alias="MEDBOT_INDEX_DIR")
     redis_url: str | None = Field(None, alias="REDIS_URL")
     lexicon_path: Path | None = Field(None, alias="MEDBOT_LEXICON")
+    medcat_model_pack: Path | None = Field(None, alias="MEDCAT_MODEL_PACK")
+    medcat_packs_dir: Path | None = Field(None, alias="MEDCAT_PACKS_DIR")
+    emergency_number: str = Field("119", alias="EMERGENCY_NUMBER")
+    crisis_number: str = Field("109", alias="CRISIS_NUMBER")
 
     openai_api_key: SecretStr | None = Field(None, alias="OPENAI_API_KEY")
     openai_base_url: str | None = Field(None, alias="OPENAI_BASE_URL")
@@ -54,6 +58,12 @@ class Settings(BaseSettings):
     cache_max_entries: int = Field(1000, alias="CACHE_MAX_ENTRIES", ge=1)
     cache_ttl_hours: float = Field(24 * 7, alias="CACHE_TTL_HOURS", gt=0)
 
+    # scheduled jobs (`medbot worker`, bot/scheduler.py); intervals > 0, RETENTION_DAYS 0 = off
+    cache_eviction_interval_min: float = Field(60.0, alias="CACHE_EVICTION_INTERVAL_MIN", gt=0)
+    retention_days: float | None = Field(None, alias="RETENTION_DAYS", ge=0)
+    retention_interval_hours: float = Field(24.0, alias="RETENTION_INTERVAL_HOURS", gt=0)
+    job_lock_ttl_s: float = Field(300.0, alias="JOB_LOCK_TTL_S", gt=0)
+
     flags: FeatureFlags = Field(default_factory=FeatureFlags, alias="FLAGS")
 
     @property
@@ -65,6 +75,11 @@ class Settings(BaseSettings):
     def resolved_database_url(self) -> str:
         """``DATABASE_URL`` or the embedded SQLite file ``<data_dir>/medbot.db``."""
         return self.database_url or f"sqlite:///{self.data_dir / 'medbot.db'}"
+
+    @property
+    def resolved_medcat_packs_dir(self) -> Path:
+        """``MEDCAT_PACKS_DIR`` or ``<data_dir>/medcat``: where the bundled pack is built."""
+        return self.medcat_packs_dir or self.data_dir / "medcat"
 
     @property
     def resolved_index_dir(self) -> Path:

@@ -12,6 +12,7 @@ from core.cache.response_cache import ResponseCache
 from core.embedding import E5Embedder, Embedder, OpenAIEmbedder
 from core.extraction import Extractor
 from core.extraction.lexicon import load_lexicon
+from core.extraction.loader import medcat_recognizer
 from core.knowledge import ensure_default_index
 from core.llm.client import ChatClient, make_openai_client
 from core.retrieval.index import HybridIndex
@@ -27,6 +28,18 @@ def make_embedder(settings: Settings, client=None) -> Embedder:
     if settings.embedding_backend == "openai":
         return OpenAIEmbedder(client or make_openai_client(settings), settings.embedding_model)
     return E5Embedder()
+
+
+def make_extractor(settings: Settings) -> Extractor:
+    """The slot extractor over the configured concept table and MedCAT pack (SPEC.md §3.1).
+
+    Raises:
+        FileNotFoundError: ``MEDCAT_MODEL_PACK`` or ``MEDBOT_LEXICON`` names a missing file.
+    """
+    lexicon = load_lexicon(str(settings.lexicon_path) if settings.lexicon_path else None)
+    recognizer = medcat_recognizer(lexicon, settings.resolved_medcat_packs_dir,
+                                   settings.medcat_model_pack)
+    return Extractor(lexicon, recognizer)
 
 
 @dataclass
@@ -64,7 +77,7 @@ class Services:
         embedder = make_embedder(settings, client)
         llm = ChatClient(client, settings.llm_model) if settings.llm_configured and client else None
         chosen = index_dir or settings.index_dir
-        return cls(settings=settings, repo=repo, extractor=Extractor(load_lexicon(str(settings.lexicon_path) if settings.lexicon_path else None)), embedder=embedder,
+        return cls(settings=settings, repo=repo, extractor=make_extractor(settings), embedder=embedder,
                    cache=ResponseCache(repo, embedder.name, embedder.dim), llm=llm,
                    index_dir=Path(chosen or settings.resolved_index_dir),
                    default_index=chosen is None)

@@ -15,6 +15,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from core.extraction.recognizer import Mention
 from core.extraction.slots import Concept
 
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -46,6 +47,8 @@ class Lexicon:
     """
 
     def __init__(self, rows: list[dict]) -> None:
+        self.rows = rows
+        self.text = ""  # the source text (set by load_lexicon; hashed into the MedCAT pack name)
         self.entries: dict[str, LexiconEntry] = {}
         self._surface: dict[str, tuple[str, float]] = {}
         for row in rows:
@@ -72,18 +75,16 @@ class Lexicon:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def match(self, text: str, lang: str) -> list[Concept]:
-        """Concepts mentioned in ``text``, one per CUI, in order of first mention.
+    def find(self, text: str) -> list[Mention]:
+        """Concept mentions in ``text`` by a dictionary scan (the fallback recognizer when the
+        ``medcat_enabled`` flag is off; same interface as MedCAT's).
 
-        A scan over word starts: at each, the longest surface form that matches wins, and the
-        scan resumes after it. O(len(text) × distinct surface lengths).
-
-        Args:
-            text: the message.
-            lang: ``ko`` or ``en``: the language of the ``name`` given to each concept.
+        At each word start the longest surface form that matches wins and the scan resumes
+        after it: O(len(text) × distinct surface lengths). Abbreviations (all capitals, ≤ 4
+        letters) get confidence 0.85, other names 0.95.
         """
         low = "".join(ch.lower() if len(ch.lower()) == 1 else ch for ch in text)
-        found: dict[str, Concept] = {}
+        found: list[Mention] = []
         i, n = 0, len(low)
         while i < n:
             hit_len = self._match_at(low, i) if _word_start(low, i) else 0
@@ -91,15 +92,19 @@ class Lexicon:
                 i += 1
                 continue
             cui, conf = self._surface[low[i:i + hit_len]]
-            if cui not in found:
-                e = self.entries[cui]
-                found[cui] = Concept(cui=e.cui, tui=e.tui, slot=e.slot,
-                                     name=e.name_ko if lang == "ko" else e.name_en,
-                                     name_en=e.name_en, name_ko=e.name_ko,
-                                     matched=text[i:i + hit_len], confidence=conf,
-                                     chronic=e.chronic)
+            found.append(Mention(cui, self.entries[cui].tui, i, i + hit_len, text[i:i + hit_len], conf))
             i += hit_len
-        return list(found.values())
+        return found
+
+    def concept(self, m: Mention, lang: str) -> Concept | None:
+        """The :class:`Concept` of a mention, named in ``lang``; ``None`` for an unknown CUI."""
+        e = self.entries.get(m.cui)
+        if e is None:
+            return None
+        return Concept(cui=e.cui, tui=e.tui or m.tui, slot=e.slot,
+                       name=e.name_ko if lang == "ko" else e.name_en, name_en=e.name_en,
+                       name_ko=e.name_ko, matched=m.surface, confidence=m.confidence,
+                       chronic=e.chronic)
 
     def _match_at(self, low: str, i: int) -> int:
         for length in self._lengths.get(low[i], ()):
@@ -129,4 +134,6 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         text = resources.files("core.extraction").joinpath("data/lexicon.jsonl").read_text("utf-8")
     else:
         text = Path(path).read_text("utf-8")
-    return Lexicon([json.loads(line) for line in text.splitlines() if line.strip()])
+    lexicon = Lexicon([json.loads(line) for line in text.splitlines() if line.strip()])
+    lexicon.text = text
+    return lexicon

@@ -1,8 +1,12 @@
 """Regular expressions for demographics and numbers, Korean and English (SPEC.md §3.1).
 
-Units: blood pressure mmHg; glucose mg/dL (mmol/L × 18.016, the molar mass of glucose
-180.16 g/mol / 10); HbA1c %. Values outside physiologic ranges are not stored; they are
-listed in ``Slots.rejected`` so the reply can ask the user to confirm.
+Canonical units: blood pressure mmHg; heart rate beats/min; temperature °C (°F converted by
+(F − 32) × 5/9); respiratory rate breaths/min; SpO2 %; glucose mg/dL (mmol/L × 18.016, the
+molar mass of glucose 180.16 g/mol / 10); HbA1c % (NGSP); total, LDL and HDL cholesterol mg/dL
+(mmol/L × 38.67, molar mass of cholesterol 386.65 g/mol / 10); triglycerides mg/dL (mmol/L ×
+88.57, triolein 885.7 g/mol / 10); eGFR mL/min/1.73 m²; weight kg (lb × 0.45359237); height
+cm (inches × 2.54). Values outside the ranges in :data:`PLAUSIBLE` are not stored; they are
+listed in ``Slots.rejected`` so the reply asks the user to confirm.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ NUM = r"(\d{1,3}(?:\.\d+)?)"
 _AGE_KO = re.compile(r"(?:만\s*)?(\d{1,3})\s*(?:세|살)(?!\s*(?:때|부터|에|이전))")
 _AGE_GROUP_KO = re.compile(r"(\d)0\s*대(?:\s*(?:초반|중반|후반))?")
 _AGE_EN = re.compile(r"\b(\d{1,3})[- ]?(?:years?|yrs?|y)[- ]?old\b|\baged?\s+(\d{1,3})\b"
-                     r"|\bi(?:'m| am)\s+(\d{1,3})\b(?!\s*(?:kg|cm|lb|%|mg|mmhg|/))"
+                     r"|\bi(?:'m| am)\s+(\d{1,3})\b(?!\s*(?:kg|cm|lb|%|mg|mmhg|/|'|\"|ft|feet|foot|inch|m\b|kilo|pound))"
                      r"|\b(\d{1,3})\s*(?:yo|y/o)\b|\b(\d{2})\s?([mf])\b", re.I)
 _SEX_KO = re.compile(r"(남성|남자|여성|여자)(?:이고|이에요|예요|입니다|이며|이구요|인데|,|\s|$)")
 _SEX_EN = re.compile(r"\b(?:i(?:'m| am)\s+(?:an?\s+)?(?:\d{1,3}[- ]?(?:years?|yrs?)[- ]?old\s+)?"
@@ -41,7 +45,13 @@ _HBA1C = re.compile(r"(?:hba1c|hb\s*a1c|\ba1c|당화\s*혈색소)\s*(?:수치)?\
                     r"\s*(?:about\s+|around\s+|약\s*)?" + NUM + r"\s*%?", re.I)
 
 PLAUSIBLE = {"age": (0, 120), "systolic": (50, 300), "diastolic": (20, 200),
-             "glucose": (20, 1500), "hba1c": (3.0, 20.0)}
+             "glucose": (20, 1500), "hba1c": (3.0, 20.0), "heart_rate": (20, 250),
+             "temperature": (30.0, 45.0), "respiratory_rate": (4, 70), "spo2": (50, 100),
+             "total_cholesterol": (50, 1000), "ldl": (10, 700), "hdl": (5, 200),
+             "triglycerides": (10, 5000), "egfr": (1, 200), "weight": (2, 350),
+             "height": (40, 250)}
+"""Physiologically possible ranges in canonical units (wider than any reference range: a value
+outside them is a typo or a unit mix-up, not a finding)."""
 
 
 def _ok(kind: str, value: float) -> bool:

@@ -12,7 +12,8 @@ class Concept:
 
     ``cui``/``tui`` are the UMLS Concept Unique Identifier and Semantic Type; ``slot`` is one of
     condition, symptom, medication, allergy; ``confidence`` in [0, 1]; ``duration`` as said
-    (``10년``, ``3 months``) when the message gives one.
+    (``10년``, ``3 months``) when the message gives one; ``status`` one of
+    :data:`core.extraction.context.STATUSES` (only ``active`` is a current fact of the user).
     """
 
     cui: str
@@ -49,16 +50,17 @@ class Slots:
     concepts: list[Concept] = field(default_factory=list)
     vitals: list[Measurement] = field(default_factory=list)
     labs: list[Measurement] = field(default_factory=list)
+    body: list[Measurement] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)
 
     @property
     def concept_count(self) -> int:
         """Concepts plus measurements: the complexity signal of SPEC.md §6 stage 2."""
-        return len(self.concepts) + len(self.vitals) + len(self.labs)
+        return len(self.concepts) + len(self.vitals) + len(self.labs) + len(self.body)
 
     def is_empty(self) -> bool:
         """True when nothing was extracted."""
-        return not (self.demographics or self.concepts or self.vitals or self.labs)
+        return not (self.demographics or self.concepts or self.vitals or self.labs or self.body)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for the graph state and the trace."""

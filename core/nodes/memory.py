@@ -12,7 +12,8 @@ from core.state import AgentState
 
 def extract_slots(state: AgentState, svc: Services) -> dict[str, Any]:
     """Slots of the message (SPEC.md §3.1): demographics, concepts, vitals, labs."""
-    return {"slots": svc.extractor.extract(state["text"], state["lang"])}
+    return {"slots": svc.extractor.extract(state["text"], state["lang"],
+                                           use_medcat=state["flags"].medcat_enabled)}
 
 
 def store_memory(state: AgentState, svc: Services) -> dict[str, Any]:
