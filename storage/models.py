@@ -104,3 +104,28 @@ class CacheEntry(SQLModel, table=True):
     hits: int = 0
     created_at: datetime = Field(default_factory=utcnow)
     last_used_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+# -- infrastructure tables (job locks, cache generation) ------------------------------------
+class JobLock(SQLModel, table=True):
+    """A named lease for work only one process may do at a time (see :mod:`storage.locks`).
+
+    ``owner`` is the random token of the holder; ``expires_at`` is epoch seconds (UTC, float):
+    a row past it is free to claim, so a crashed holder's lease lapses after its TTL.
+    """
+
+    name: str = Field(primary_key=True, max_length=120)
+    owner: str = Field(max_length=64)
+    acquired_at: float
+    expires_at: float
+
+
+class Generation(SQLModel, table=True):
+    """A counter per named resource, bumped when rows of it are deleted.
+
+    ``name`` is e.g. ``cacheentry``; ``value`` only grows. Together with ``count(*)`` and
+    ``max(id)`` it lets another process see cheaply that its in-memory mirror is stale.
+    """
+
+    name: str = Field(primary_key=True, max_length=64)
+    value: int = 0

@@ -66,3 +66,74 @@ def shared_data() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip(f"external data not found at {SHARED_DATA} (a fresh clone has no ../shared)")
     return SHARED_DATA
+
+
+# -- real services: Postgres and Redis on 127.0.0.1 (storage, migrations and jobs tests) --------
+PG_ADMIN_URL = os.environ.get("MEDBOT_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+TEST_REDIS_URL = os.environ.get("MEDBOT_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+@pytest.fixture(scope="session")
+def pg_database():
+    """URL of a fresh Postgres database for this session, dropped at the end. Skips (with the
+    reason) only when the server at ``MEDBOT_TEST_PG_URL`` cannot be reached."""
+    import uuid
+
+    import psycopg
+
+    try:
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"postgres unreachable at {PG_ADMIN_URL} (.ci/run starts it): {exc}")
+    name = f"medbot_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    yield "postgresql+psycopg://" + PG_ADMIN_URL.split("://", 1)[1].rsplit("/", 1)[0] + "/" + name
+    from storage.db import dispose_shared_engines
+
+    dispose_shared_engines()
+    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.close()
+
+
+@pytest.fixture
+def pg_url(pg_database):
+    """The session's Postgres database, emptied (schema ``public`` recreated) for this test."""
+    import psycopg
+
+    from storage.db import dispose_shared_engines
+
+    dispose_shared_engines()
+    with psycopg.connect(pg_database.replace("+psycopg", ""), autocommit=True) as conn:
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+    yield pg_database
+    dispose_shared_engines()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request, tmp_path):
+    """A fresh, empty database URL: a SQLite file under ``tmp_path``, or Postgres."""
+    if request.param == "postgres":
+        yield request.getfixturevalue("pg_url")
+        return
+    from storage.db import dispose_shared_engines
+
+    yield f"sqlite:///{tmp_path / 'medbot.db'}"
+    dispose_shared_engines()
+
+
+@pytest.fixture
+def redis_url():
+    """``MEDBOT_TEST_REDIS_URL`` (db 15), flushed before and after the test. Skips (with the
+    reason) only when the server cannot be reached."""
+    import redis
+
+    client = redis.Redis.from_url(TEST_REDIS_URL, socket_connect_timeout=5)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError as exc:
+        pytest.skip(f"redis unreachable at {TEST_REDIS_URL} (.ci/run starts it): {exc}")
+    client.flushdb()
+    yield TEST_REDIS_URL
+    client.flushdb()
+    client.close()

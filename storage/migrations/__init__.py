@@ -1,0 +1,1 @@
+"""Alembic migration environment of the medbot schema (configured in :mod:`storage.db`)."""

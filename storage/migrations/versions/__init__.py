@@ -1,0 +1,1 @@
+"""Alembic revisions, one per schema change, applied in order by :func:`storage.db.migrate`."""
