@@ -225,7 +225,8 @@ def _migration_lock(engine: Engine) -> Iterator[Connection]:
 
 
 def insert_ignore(engine_or_conn, table, row: dict):
-    """An ``INSERT`` of ``row`` into ``table`` that does nothing when its key exists (rowcount 0).
+    """An ``INSERT`` of ``row`` into ``table`` that does nothing when its key exists: the
+    result's ``rowcount`` is 1 when it inserted, 0 when not.
 
     ``ON CONFLICT DO NOTHING`` on SQLite and Postgres; a plain insert elsewhere (the caller
     then catches ``IntegrityError``).
@@ -233,9 +234,11 @@ def insert_ignore(engine_or_conn, table, row: dict):
     dialect = engine_or_conn.dialect.name
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
-        return pg_insert(table).values(**row).on_conflict_do_nothing()
-    if dialect == "sqlite":
+        stmt = pg_insert(table).values(**row).on_conflict_do_nothing()
+    elif dialect == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-        return sqlite_insert(table).values(**row).on_conflict_do_nothing()
-    from sqlalchemy import insert
-    return insert(table).values(**row)
+        stmt = sqlite_insert(table).values(**row).on_conflict_do_nothing()
+    else:
+        from sqlalchemy import insert
+        stmt = insert(table).values(**row)
+    return stmt.execution_options(preserve_rowcount=True)  # else INSERT reports -1
