@@ -27,6 +27,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Medical-knowledge chatbot: console chat, one-shot questions, ingest, bench.")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print their figures.")
 app.add_typer(bench_app, name="bench")
+from bot.jobs_cli import db_app, jobs_app, worker  # noqa: E402
+app.add_typer(jobs_app, name="jobs")
+app.add_typer(db_app, name="db")
+app.command("worker")(worker)
 
 
 def _setup_logging() -> None:
@@ -133,10 +137,12 @@ def profile(user: str = typer.Option(..., help="User name (id console:<user>) or
     for f in view["facts"]:
         value = f"{f.get('value', '')}" + (f"/{f['value2']}" if "value2" in f else "")
         typer.echo(f"  {f['slot']:<12} {f.get('name_ko') or f['name']:<24} {value:<10} "
-                   f"{f.get('unit', ''):<6} {f.get('cui', ''):<9} w={f['weight']:.3f} "
-                   f"x{f['mentions']} {f['observed_at']}")
+                   f"{f.get('unit', ''):<6} {f.get('cui', ''):<9} {f['status']:<9} "
+                   f"w={f['weight']:.3f} x{f['mentions']} {f['observed_at']}")
     for f in view["history"]:
-        typer.echo(f"  (history) {f['slot']} {f['name']} {f.get('value', '')} {f['observed_at']}")
+        value = f"{f.get('value', '')}" + (f"/{f['value2']}" if "value2" in f else "")
+        typer.echo(f"  (history) {f['slot']:<12} {f.get('name_ko') or f['name']:<24} {value:<10} "
+                   f"{f.get('unit', ''):<6} {f['status']:<9} {f['observed_at']}")
 
 
 @app.command()
@@ -169,6 +175,29 @@ def bench_turn(repeat: int = typer.Option(5, help="How many times to run the fiv
 
     _check_index(index)
     run_bench(repeat, index)
+
+
+@bench_app.command("extraction")
+def bench_extraction_cmd(dataset: Optional[Path] = typer.Option(None, help="Annotated JSONL "
+                                                                 "(default: the bundled set)."),
+                         as_json: bool = typer.Option(False, "--json"),
+                         errors: int = typer.Option(0, help="Also print this many misses."),
+                         medcat: bool = typer.Option(True, help="MedCAT (else the dictionary scan).")) -> None:
+    """Slot P / R / F1, status accuracy, red-flag confusion matrix and latency per message."""
+    _setup_logging()
+    from bot.bench_extraction import evaluate, load_eval, render, summary
+    from config.settings import get_settings
+    from core.services import make_extractor
+
+    extractor = make_extractor(get_settings())
+    if not medcat:
+        extractor.recognizer = None
+    rows = load_eval(dataset)
+    report = evaluate(extractor, rows)
+    result = summary(report)
+    typer.echo(json.dumps(result, ensure_ascii=False, indent=2) if as_json else render(result))
+    for e in report.errors[:errors]:
+        typer.echo(json.dumps(e, ensure_ascii=False), err=True)
 
 
 @bench_app.command("cache")

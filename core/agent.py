@@ -36,6 +36,10 @@ _FAILED = {"ko": "죄송해요. 답변을 만드는 중에 문제가 생겼어�
                  "시도해 주세요.",
            "en": "Sorry, something went wrong while preparing the answer. Your message is saved; "
                  "please try again in a moment."}
+_CONFIRM = {"ko": "확인 부탁드려요: {items} 값은 가능한 범위를 벗어나서 저장하지 않았어요. 값을 다시 확인해 "
+                  "주시겠어요?",
+            "en": "Please check: {items} is outside the possible range, so I did not store it. Could you "
+                  "confirm the value?"}
 _NO_INDEX = {"ko": "지식 색인을 불러올 수 없어요: {e}", "en": "The knowledge index cannot be loaded: {e}"}
 
 
@@ -89,6 +93,9 @@ class Agent:
         except Exception as exc:  # a failing component must not crash the channel
             log.exception("turn failed for %s", msg.user_id)
             self._store_raw(msg, text, lang, final)
+            if final.get("red_flags"):  # the emergency reply never depends on later nodes
+                return OutboundMessage(text=final["answer"], lang=lang,
+                                       trace={"red_flags": final["red_flags"], "error": repr(exc)})
             return OutboundMessage(text=_FAILED[lang], lang=lang, trace={"error": repr(exc)})
         return self._reply(final, lang, t0)
 
@@ -106,6 +113,9 @@ class Agent:
         question_tokens = count_tokens(st["text"])
         if question_tokens > self.settings.max_question_tokens:
             answer = _LONG[lang].format(n=self.settings.max_question_tokens) + "\n\n" + answer
+        rejected = getattr(st.get("slots"), "rejected", None)
+        if rejected and not st.get("red_flags"):
+            answer = _CONFIRM[lang].format(items=", ".join(map(str, rejected))) + "\n\n" + answer
         sources = [Source(**s) for s in st.get("sources") or []]
         return OutboundMessage(text=answer, sources=sources, lang=lang, trace=build_trace(st, t0))
 
@@ -124,6 +134,7 @@ def build_trace(st: dict[str, Any], t0: float) -> dict[str, Any]:
         "retrieval_skipped": bool((st.get("intent") or {}).get("skip_retrieval")) or bool(st.get("cache_hit")),
         "retrieval": st.get("retrieval"),
         "cache_hit": st.get("cache_hit"),
+        "red_flags": st.get("red_flags", []),
         "generator": st.get("generator"),
         "quality": (st.get("best") or {}).get("quality") or st.get("quality"),
         "quality_history": st.get("quality_history", []),

@@ -1,8 +1,10 @@
-"""The ten-node LangGraph workflow (SPEC.md §4), compiled once per :class:`core.agent.Agent`.
+"""The ten-node LangGraph workflow (SPEC.md §4), compiled once per :class:`core.agent.Agent`,
+behind a safety gate.
 
 ::
 
-    check_similarity → extract_slots → store_memory ─(usable cache hit)→ store_response
+    triage ─(red flag)→ extract_slots → store_memory → store_response   (emergency reply)
+      └→ check_similarity → extract_slots → store_memory ─(usable cache hit)→ store_response
                                           └→ classify_intent → assemble_context
     assemble_context ─(greeting / baseline)→ generate_answer
                      └→ retrieve ─(refine docs overlap ≥ 0.8)→ store_response
@@ -12,8 +14,10 @@
 
 Resolution of the documents' order (SPEC.md §4): facts are extracted and stored right after
 the cache lookup and before intent classification, so every turn's facts are kept whatever
-path it takes (cache hit, greeting), and the intent's slot-based k sees this turn's slots. A
-cache hit is served only after ``store_memory``, against the profile as this turn left it.
+path it takes (cache hit, greeting, emergency), and the intent's slot-based k sees this turn's
+slots. A cache hit is served only after ``store_memory``, against the profile as this turn left
+it. ``triage`` (issue 3) runs before everything, the cache included: a red flag skips the cache,
+retrieval and every model call, yet the turn's facts are still extracted and stored.
 """
 
 from __future__ import annotations
@@ -31,10 +35,12 @@ from core.nodes.intent import classify_intent
 from core.nodes.memory import extract_slots, store_memory
 from core.nodes.refine import quality_check, refine
 from core.nodes.retrieve import retrieve
+from core.nodes.triage import triage
 from core.services import Services
 from core.state import AgentState
 
 NODES: dict[str, Callable[[AgentState, Services], dict[str, Any]]] = {
+    "triage": triage,
     "check_similarity": check_similarity,
     "classify_intent": classify_intent,
     "extract_slots": extract_slots,
@@ -59,7 +65,13 @@ def _timed(name: str, fn: Callable[[AgentState, Services], dict[str, Any]], svc:
     return node
 
 
+def _after_triage(state: AgentState) -> str:
+    return "extract_slots" if state.get("red_flags") else "check_similarity"
+
+
 def _after_memory(state: AgentState) -> str:
+    if state.get("red_flags"):
+        return "store_response"
     return "store_response" if select_hit(state) else "classify_intent"
 
 
@@ -85,7 +97,8 @@ def build_graph(svc: Services):
     g = StateGraph(AgentState)
     for name, fn in NODES.items():
         g.add_node(name, _timed(name, fn, svc))
-    g.add_edge(START, "check_similarity")
+    g.add_edge(START, "triage")
+    g.add_conditional_edges("triage", _after_triage, ["extract_slots", "check_similarity"])
     g.add_edge("check_similarity", "extract_slots")
     g.add_edge("extract_slots", "store_memory")
     g.add_conditional_edges("store_memory", _after_memory, ["store_response", "classify_intent"])

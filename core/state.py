@@ -26,6 +26,8 @@ class AgentState(TypedDict, total=False):
     lang: str
     flags: Any  # config.flags.FeatureFlags
     notes: list[str]
+    # triage
+    red_flags: list[dict[str, str]]
     # check_similarity
     question_vec: np.ndarray | None
     cache_candidates: list[dict[str, Any]]

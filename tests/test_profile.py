@@ -77,10 +77,11 @@ def test_summary_line_korean_and_english(repo):
                        vitals=[Measurement("blood_pressure", "bp", 140, "mmHg", 90)],
                        labs=[Measurement("hba1c", "HbA1c", 8.2, "%")]))
     prof = Profile.from_facts(repo.facts("u"))
+    day = utcnow().date().isoformat()  # a lab value carries the date it was reported
     assert profile_summary(prof, "ko") == \
-        "65세 남성 | 질환: 당뇨병 | 복용약: 메트포르민 | 혈압: 140/90 mmHg | HbA1c: 8.2 %"
+        f"65세 남성 | 질환: 당뇨병 | 복용약: 메트포르민 | 혈압: 140/90 mmHg | HbA1c: 8.2 % ({day})"
     assert profile_summary(prof, "en") == ("65-year-old male | Conditions: diabetes mellitus | "
-                                           "Medications: metformin | BP: 140/90 mmHg | HbA1c: 8.2 %")
+                                           f"Medications: metformin | BP: 140/90 mmHg | HbA1c: 8.2 % ({day})")
 
 
 def test_fingerprint_changes_with_facts(repo):

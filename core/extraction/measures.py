@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from core.extraction.slots import Measurement
+from core.extraction.slots import Measurement, Rejected
 
 _NUM = r"(?P<v>\d{1,4}(?:\.\d+)?)"
 # Words that may sit between a label and its value: particles, verbs, hedges.
@@ -104,7 +104,7 @@ _BARE = [("weight", re.compile(r"(?<![\d.])" + _NUM + r"\s*(?P<u>kg|킬로그램
          ("heart_rate", re.compile(r"(?<![\d.])" + _NUM + r"\s*(?P<u>bpm)\b", re.I))]
 
 
-def measures(text: str, plausible: dict[str, tuple[float, float]], rejected: list[str]) -> list[Measurement]:
+def measures(text: str, plausible: dict[str, tuple[float, float]], rejected: list[Rejected]) -> list[Measurement]:
     """Every measurement of :data:`SPECS` in ``text``, at most one per key (the first).
 
     Args:
@@ -132,7 +132,7 @@ def measures(text: str, plausible: dict[str, tuple[float, float]], rejected: lis
     return [m for m in out.values() if m.value == m.value]  # NaN marks a rejected value
 
 
-def _add(out: dict[str, Measurement], rejected: list[str], plausible: dict[str, tuple[float, float]],
+def _add(out: dict[str, Measurement], rejected: list[Rejected], plausible: dict[str, tuple[float, float]],
          spec: MeasureSpec, value: float, unit: str, m: re.Match) -> None:
     converted = spec.convert(value, unit)
     lo, hi = plausible[spec.key]
@@ -140,7 +140,8 @@ def _add(out: dict[str, Measurement], rejected: list[str], plausible: dict[str, 
         out[spec.key] = Measurement(spec.key, spec.name, converted, spec.unit, None, m.group(0).strip())
     else:
         out[spec.key] = Measurement(spec.key, spec.name, float("nan"), spec.unit, None, "")
-        rejected.append(f"{spec.name} {m.group('v') if 'v' in m.groupdict() else value}")
+        written = m.group("v") if "v" in m.groupdict() else value
+        rejected.append(Rejected(spec.key, f"{spec.name} {written}{(' ' + unit) if unit else ''}"))
 
 
 _SPEC = {s.key: s for s in SPECS}

@@ -65,6 +65,7 @@ register_core_component(CoreComponentType.tagging, TAGGER_NAME, HangulTagger.cre
 def pack_config() -> Config:
     """The MedCAT config of the bundled pack (see the module docstring for each setting)."""
     cfg = Config()
+    cfg.general.log_level = logging.WARNING
     cfg.general.nlp.provider = "regex"
     cfg.general.usage_monitor.enabled = False
     cfg.cdb_maker.min_letters_required = 0

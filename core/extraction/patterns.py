@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core.extraction.slots import Measurement
+from core.extraction.slots import Measurement, Rejected
 
 NUM = r"(\d{1,3}(?:\.\d+)?)"
 _AGE_KO = re.compile(r"(?:만\s*)?(\d{1,3})\s*(?:세|살)(?!\s*(?:때|부터|에|이전))")
@@ -59,7 +59,7 @@ def _ok(kind: str, value: float) -> bool:
     return lo <= value <= hi
 
 
-def demographics(text: str, rejected: list[str]) -> dict[str, Any]:
+def demographics(text: str, rejected: list[Rejected]) -> dict[str, Any]:
     """Age, age group (``60대``), sex (``male``/``female``) and pregnancy from a message."""
     out: dict[str, Any] = {}
     m = _AGE_KO.search(text)
@@ -71,7 +71,7 @@ def demographics(text: str, rejected: list[str]) -> dict[str, Any]:
             out["age"] = age
             out["age_group"] = f"{age // 10 * 10}대"
         else:
-            rejected.append(f"age {age}")
+            rejected.append(Rejected("age", f"age {age}"))
     if "age" not in out and (g := _AGE_GROUP_KO.search(text)):
         out["age_group"] = f"{g.group(1)}0대"
     if (s := _SEX_KO.search(text)):
@@ -87,7 +87,7 @@ def demographics(text: str, rejected: list[str]) -> dict[str, Any]:
     return out
 
 
-def vitals(text: str, rejected: list[str]) -> list[Measurement]:
+def vitals(text: str, rejected: list[Rejected]) -> list[Measurement]:
     """Blood pressure readings (systolic/diastolic mmHg) when the message is about BP."""
     out: list[Measurement] = []
     if not _BP_CONTEXT.search(text):
@@ -97,11 +97,11 @@ def vitals(text: str, rejected: list[str]) -> list[Measurement]:
         if _ok("systolic", sys_) and _ok("diastolic", dia) and sys_ > dia:
             out.append(Measurement("blood_pressure", "blood pressure", sys_, "mmHg", dia, m.group(0)))
         else:
-            rejected.append(f"blood pressure {m.group(1)}/{m.group(2)}")
+            rejected.append(Rejected("blood_pressure", f"blood pressure {m.group(1)}/{m.group(2)}"))
     return out
 
 
-def labs(text: str, rejected: list[str]) -> list[Measurement]:
+def labs(text: str, rejected: list[Rejected]) -> list[Measurement]:
     """Fasting / random glucose (mg/dL) and HbA1c (%) values."""
     out: list[Measurement] = []
     fasting = _FASTING_KO.search(text) or _FASTING_EN.search(text)
@@ -116,11 +116,11 @@ def labs(text: str, rejected: list[str]) -> list[Measurement]:
         if _ok("hba1c", value):
             out.append(Measurement("hba1c", "HbA1c", value, "%", None, m.group(0)))
         else:
-            rejected.append(f"HbA1c {value}%")
+            rejected.append(Rejected("hba1c", f"HbA1c {value}%"))
     return out
 
 
-def _glucose(out: list[Measurement], rejected: list[str], key: str, name: str, m: re.Match) -> None:
+def _glucose(out: list[Measurement], rejected: list[Rejected], key: str, name: str, m: re.Match) -> None:
     value = float(m.group(1))
     unit = (m.group(2) or "").lower()
     if unit in ("mmol/l", "밀리몰") or (not unit and value < 35 and "." in m.group(1)):
@@ -128,4 +128,4 @@ def _glucose(out: list[Measurement], rejected: list[str], key: str, name: str, m
     if _ok("glucose", value):
         out.append(Measurement(key, name, value, "mg/dL", None, m.group(0)))
     else:
-        rejected.append(f"{name} {m.group(1)}")
+        rejected.append(Rejected(key, f"{name} {m.group(1)}"))

@@ -42,6 +42,18 @@ class Measurement:
     matched: str = ""
 
 
+@dataclass(frozen=True)
+class Rejected:
+    """An implausible value that was not stored: its measurement key (``age``,
+    ``blood_pressure``, ``hba1c``, ...) and the text shown when asking the user to confirm."""
+
+    key: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
 @dataclass
 class Slots:
     """Everything extracted from one message."""
@@ -51,7 +63,7 @@ class Slots:
     vitals: list[Measurement] = field(default_factory=list)
     labs: list[Measurement] = field(default_factory=list)
     body: list[Measurement] = field(default_factory=list)
-    rejected: list[str] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
 
     @property
     def concept_count(self) -> int:

@@ -5,8 +5,8 @@ symptoms 0.02, medications 0.005, conditions 0.001 (half-lives ≈ 7 h, 14 h, 35
 29 days; SPEC.md §3.2). Demographics and allergies do not decay.
 
 Deduplication: the same CUI is the same concept (keep the newest time and the highest
-confidence, count mentions); a blood-pressure reading within ±5 mmHg of the current one is the
-same reading. A different value of a single-valued key (age, a lab, a vital) supersedes the
+confidence, count mentions); names within Levenshtein distance < 3 are the same concept; a
+blood-pressure reading within ±5 mmHg of the current one is the same reading. A different value of a single-valued key (age, a lab, a vital) supersedes the
 old row, which stays as history.
 """
 
@@ -17,11 +17,15 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from core.extraction.slots import Measurement, Slots
+from rapidfuzz.distance import Levenshtein
+
+from core.extraction.slots import Concept, Measurement, Slots
 from storage.models import Fact, as_utc, utcnow
 
 DECAY_LAMBDA_PER_HOUR = {"vital": 0.1, "lab": 0.05, "symptom": 0.02, "medication": 0.005,
-                         "condition": 0.001, "allergy": 0.0, "demographics": 0.0}
+                         "condition": 0.001, "allergy": 0.0, "demographics": 0.0, "body": 0.001}
+"""λ per hour (SPEC.md §3.2). ``body`` (weight, height) is ours, not the SPEC's: they change
+over weeks, so they decay like conditions; allergies are kept at the first mention (SPEC)."""
 BP_SAME_READING_MMHG = 5.0
 
 
@@ -49,6 +53,11 @@ def merge_slots(existing: list[Fact], slots: Slots, user_id: str, turn_id: int |
                 now: datetime | None = None) -> FactChanges:
     """Merge one message's slots into a user's stored facts.
 
+    Concepts are keyed by slot, CUI and subject (the user, or a relative for ``family``
+    status); ``topic`` mentions are not facts and are skipped. A concept whose status changes
+    (active → stopped, negated → active) supersedes the old row, which stays as history; an
+    ``uncertain`` mention never demotes an ``active`` fact.
+
     Args:
         existing: the user's facts (all rows, including superseded history).
         slots: the extraction result of the message.
@@ -56,7 +65,7 @@ def merge_slots(existing: list[Fact], slots: Slots, user_id: str, turn_id: int |
         :class:`FactChanges` to persist with ``Repository.save_facts``.
     """
     now = now or utcnow()
-    current = {(f.slot, f.key): f for f in existing if not f.superseded}
+    current = {_fact_key(f): f for f in existing if not f.superseded}
     changes = FactChanges()
     for key, value in slots.demographics.items():
         text = value if isinstance(value, str) else None
@@ -65,21 +74,56 @@ def merge_slots(existing: list[Fact], slots: Slots, user_id: str, turn_id: int |
                                        key=key, name=key, value=num, text_value=text,
                                        observed_at=now, first_seen_at=now))
     for c in slots.concepts:
-        old = current.get((c.slot, c.cui))
-        if old is not None:
-            old.mentions += 1
-            old.observed_at = now
-            old.confidence = max(old.confidence, c.confidence)
-            changes.updated.append(old)
-            continue
-        fact = Fact(user_id=user_id, turn_id=turn_id, slot=c.slot, key=c.cui, name=c.name_en,
-                    text_value=c.name_ko, cui=c.cui, tui=c.tui, confidence=c.confidence,
-                    status=c.status, unit=c.duration, observed_at=now, first_seen_at=now)
-        current[(c.slot, c.cui)] = fact
-        changes.new.append(fact)
-    for m, slot in [(m, "vital") for m in slots.vitals] + [(m, "lab") for m in slots.labs]:
+        if c.status != "topic":
+            _merge_concept(changes, current, c, user_id, turn_id, now)
+    measured = [(m, "vital") for m in slots.vitals] + [(m, "lab") for m in slots.labs] + \
+        [(m, "body") for m in getattr(slots, "body", [])]
+    for m, slot in measured:
         _single(changes, current, _measurement_fact(m, slot, user_id, turn_id, now))
     return changes
+
+
+def _fact_key(f: Fact) -> tuple[str, str, str]:
+    return (f.slot, f.key, "family" if f.status == "family" else "self")
+
+
+def _merge_concept(changes: FactChanges, current: dict, c: Concept, user_id: str,
+                   turn_id: int | None, now: datetime) -> None:
+    subject = "family" if c.status == "family" else "self"
+    old = current.get((c.slot, c.cui, subject)) or _similar_name(current, c, subject)
+    if old is not None and (old.status == c.status or (old.status == "active" and c.status == "uncertain")):
+        old.mentions += 1
+        old.observed_at = now
+        old.confidence = max(old.confidence, c.confidence)
+        changes.updated.append(old)
+        return
+    if old is not None and old.id is not None:
+        changes.superseded_ids.append(old.id)
+    fact = Fact(user_id=user_id, turn_id=turn_id, slot=c.slot, key=old.key if old else c.cui,
+                name=c.name_en, text_value=c.name_ko, cui=c.cui, tui=c.tui, confidence=c.confidence,
+                status=c.status, unit=c.duration, observed_at=now, first_seen_at=now,
+                mentions=(old.mentions + 1) if old else 1)
+    current[(c.slot, fact.key, subject)] = fact
+    changes.new.append(fact)
+
+
+def _similar_name(current: dict, c: Concept, subject: str) -> Fact | None:
+    """A current fact of the same slot whose name is within Levenshtein distance < 3
+    (SPEC.md §3.2), for concepts whose CUIs differ (e.g. two packs' codes for one drug).
+
+    Guards: both names ≥ 6 characters, and equal digits (``type 1`` ≠ ``type 2 diabetes``)."""
+    for (slot, _key, subj), f in current.items():
+        if slot != c.slot or subj != subject or f.cui == c.cui:
+            continue
+        for a, b in ((f.name, c.name_en), (f.text_value or "", c.name_ko)):
+            if min(len(a), len(b)) >= 6 and _digits(a) == _digits(b) and \
+                    Levenshtein.distance(a.lower(), b.lower()) < 3:
+                return f
+    return None
+
+
+def _digits(s: str) -> str:
+    return "".join(ch for ch in s if ch.isdigit())
 
 
 def _measurement_fact(m: Measurement, slot: str, user_id: str, turn_id: int | None,
@@ -96,7 +140,7 @@ def _same_value(old: Fact, new: Fact) -> bool:
 
 
 def _single(changes: FactChanges, current: dict, fact: Fact) -> None:
-    old = current.get((fact.slot, fact.key))
+    old = current.get(_fact_key(fact))
     if old is not None and _same_value(old, fact):
         old.mentions += 1
         old.observed_at = fact.observed_at
@@ -104,7 +148,7 @@ def _single(changes: FactChanges, current: dict, fact: Fact) -> None:
         return
     if old is not None and old.id is not None:
         changes.superseded_ids.append(old.id)
-    current[(fact.slot, fact.key)] = fact
+    current[_fact_key(fact)] = fact
     changes.new.append(fact)
 
 
@@ -119,10 +163,16 @@ class ProfileItem:
 
 @dataclass
 class Profile:
-    """A user's current facts by slot, each with its weight and history."""
+    """A user's current facts by slot, each with its weight and history.
+
+    ``items`` holds the user's active facts by slot; ``context`` the current non-active
+    concept facts by status (``family``, ``stopped``, ``negated``, ``uncertain``): a relative's
+    conditions, medications the user stopped, and pertinent negatives.
+    """
 
     demographics: dict[str, Fact] = field(default_factory=dict)
     items: dict[str, list[ProfileItem]] = field(default_factory=dict)
+    context: dict[str, list[Fact]] = field(default_factory=dict)
 
     @classmethod
     def from_facts(cls, facts: list[Fact], now: datetime | None = None) -> "Profile":
@@ -133,7 +183,10 @@ class Profile:
             if f.superseded:
                 history.setdefault((f.slot, f.key), []).append(f)
         for f in facts:
-            if f.superseded or f.status != "active":
+            if f.superseded:
+                continue
+            if f.status != "active":
+                prof.context.setdefault(f.status, []).append(f)
                 continue
             if f.slot == "demographics":
                 prof.demographics[f.key] = f
@@ -147,6 +200,11 @@ class Profile:
         """Names of the current concepts of a slot in ``lang``, heaviest first."""
         items = sorted(self.items.get(slot, []), key=lambda i: -i.weight)
         return [(i.fact.text_value or i.fact.name) if lang == "ko" else i.fact.name for i in items]
+
+    def context_names(self, status: str, lang: str) -> list[str]:
+        """Names of the current concept facts with a non-active ``status``, newest first."""
+        rows = sorted(self.context.get(status, []), key=lambda f: as_utc(f.observed_at), reverse=True)
+        return list(dict.fromkeys((f.text_value or f.name) if lang == "ko" else f.name for f in rows))
 
     def latest(self, slot: str, key: str) -> Fact | None:
         """The current fact of a single-valued key (e.g. ``lab``, ``hba1c``)."""
@@ -162,4 +220,6 @@ class Profile:
         for slot in sorted(self.items):
             for it in sorted(self.items[slot], key=lambda i: i.fact.key):
                 parts.append(f"{slot}:{it.fact.key}={it.fact.value}/{it.fact.value2}")
+        for status in sorted(self.context):
+            parts.extend(sorted(f"{status}:{f.slot}:{f.key}" for f in self.context[status]))
         return hashlib.md5("|".join(parts).encode()).hexdigest()

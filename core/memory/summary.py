@@ -6,18 +6,30 @@ Example: ``65세 남성 | 질환: 2형 당뇨병, 고혈압 | 복용약: 메트�
 from __future__ import annotations
 
 from core.memory.profile import Profile
-from storage.models import Fact
+from storage.models import Fact, as_utc
 
 _LABELS = {
     "ko": {"condition": "질환", "medication": "복용약", "symptom": "증상", "allergy": "알레르기",
            "blood_pressure": "혈압", "fasting_glucose": "공복혈당", "glucose": "혈당",
-           "hba1c": "HbA1c", "male": "남성", "female": "여성", "pregnant": "임신 중"},
+           "hba1c": "HbA1c", "male": "남성", "female": "여성", "pregnant": "임신 중",
+           "heart_rate": "맥박", "temperature": "체온", "respiratory_rate": "호흡수",
+           "spo2": "산소포화도", "total_cholesterol": "총콜레스테롤", "ldl": "LDL", "hdl": "HDL",
+           "triglycerides": "중성지방", "egfr": "eGFR", "weight": "체중", "height": "키",
+           "family": "가족력", "stopped": "중단한 약", "negated": "없음"},
     "en": {"condition": "Conditions", "medication": "Medications", "symptom": "Symptoms",
            "allergy": "Allergies", "blood_pressure": "BP", "fasting_glucose": "Fasting glucose",
            "glucose": "Glucose", "hba1c": "HbA1c", "male": "male", "female": "female",
-           "pregnant": "pregnant"},
+           "pregnant": "pregnant", "heart_rate": "HR", "temperature": "Temp",
+           "respiratory_rate": "RR", "spo2": "SpO2", "total_cholesterol": "Total cholesterol",
+           "ldl": "LDL", "hdl": "HDL", "triglycerides": "TG", "egfr": "eGFR", "weight": "Weight",
+           "height": "Height", "family": "Family history", "stopped": "Stopped",
+           "negated": "Denies"},
 }
-_MEASURE_ORDER = ("blood_pressure", "fasting_glucose", "glucose", "hba1c")
+_MEASURE_ORDER = (("vital", "blood_pressure"), ("vital", "heart_rate"), ("vital", "temperature"),
+                  ("vital", "spo2"), ("vital", "respiratory_rate"), ("lab", "fasting_glucose"),
+                  ("lab", "glucose"), ("lab", "hba1c"), ("lab", "total_cholesterol"), ("lab", "ldl"),
+                  ("lab", "hdl"), ("lab", "triglycerides"), ("lab", "egfr"), ("body", "weight"),
+                  ("body", "height"))
 
 
 def _num(v: float | None) -> str:
@@ -58,9 +70,11 @@ def _demographics(p: Profile, lang: str) -> str:
 
 
 def profile_summary(p: Profile, lang: str = "ko") -> str:
-    """One line: demographics | conditions | medications | symptoms | allergies | measurements.
+    """One line: demographics | conditions | medications | symptoms | allergies | family
+    history | stopped medications | pertinent negatives | measurements.
 
-    Returns ``""`` for an empty profile. Measurements show the newest value.
+    Returns ``""`` for an empty profile. Measurements show the newest value; a lab value also
+    shows the date it was reported (UTC), since an old result may no longer hold.
     """
     lang = lang if lang in _LABELS else "en"
     labels = _LABELS[lang]
@@ -69,8 +83,12 @@ def profile_summary(p: Profile, lang: str = "ko") -> str:
         names = p.names(slot, lang)
         if names:
             parts.append(f"{labels[slot]}: {', '.join(names)}")
-    for slot in ("vital", "lab"):
-        for key in _MEASURE_ORDER:
-            if (f := p.latest(slot, key)) is not None:
-                parts.append(f"{labels[key]}: {_measure(f)}")
+    for status in ("family", "stopped", "negated"):
+        names = p.context_names(status, lang)
+        if names:
+            parts.append(f"{labels[status]}: {', '.join(names)}")
+    for slot, key in _MEASURE_ORDER:
+        if (f := p.latest(slot, key)) is not None:
+            when = f" ({as_utc(f.observed_at).date().isoformat()})" if slot == "lab" else ""
+            parts.append(f"{labels[key]}: {_measure(f)}{when}")
     return " | ".join(x for x in parts if x)

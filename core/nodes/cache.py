@@ -56,7 +56,11 @@ def select_hit(state: AgentState) -> dict[str, Any] | None:
 
 def store_response(state: AgentState, svc: Services) -> dict[str, Any]:
     """Finalise the turn: pick the answer (cache hit or best refined), store the reply, and
-    add a verified answer to the cache."""
+    add a verified answer to the cache. An emergency reply is stored and never cached."""
+    if state.get("red_flags"):
+        svc.repo.set_reply(state["turn_id"], state["answer"], False,
+                           {"red_flags": state["red_flags"], "generator": "triage"})
+        return {"answer": state["answer"], "sources": [], "cache_hit": None}
     hit = select_hit(state)
     if hit is not None:
         entry = svc.repo.cache_entries([hit["entry_id"]]).get(hit["entry_id"])

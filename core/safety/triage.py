@@ -1,0 +1,208 @@
+"""Emergency triage: red flags in Korean and English, checked before anything else runs.
+
+The red flags follow the "call an ambulance" lists of public guidance: NHS "When to call 999"
+(chest pain that spreads or comes with sweating, stroke signs by FAST: face drooping, arm
+weakness, speech difficulty; sudden worst headache; struggling to breathe; heavy bleeding;
+fainting or sudden confusion; a seizure; a severe allergic reaction; self-harm or suicidal
+thoughts; an overdose or poisoning) and the Korea Disease Control and Prevention Agency's
+heart attack and stroke warning signs (심근경색·뇌졸중 조기증상). The patterns favour recall:
+a missed emergency costs more than an unneeded referral. A match is dropped only when the same
+clause negates it (``가슴 통증은 없어요``, ``no chest pain``), when the sentence only asks
+about the condition in general (``뇌졸중 증상이 뭐예요?``), or when it happened in the past and
+is not happening now (``3년 전에 기절한 적이 있어요``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+CATEGORIES = ("suicide", "overdose", "chest_pain", "stroke", "breathing", "anaphylaxis",
+              "bleeding", "syncope_confusion", "seizure")
+"""Red-flag categories, in the order a reply addresses them when several match."""
+
+_RX: dict[str, list[str]] = {
+    "chest_pain": [
+        r"가슴.{0,12}(?:쥐어짜|짓누르|조이|조여|조이는|찢어지|터질\s*(?:것|듯)|누르는\s*듯|압박|꽉\s*막히|묵직)",
+        r"가슴.{0,15}(?:아프|아파|통증|답답).{0,30}(?:왼팔|팔|턱|어깨|등|목)(?:으로|로|까지|이|도)?\s*.{0,4}(?:퍼지|퍼져|퍼졌|뻗|내려|저리|저려|아프|아파|당기|당겨)",
+        r"가슴(?:을|이)?\s*(?:움켜|부여잡|붙잡|쥐어)|가슴.{0,10}(?:너무|심하게|엄청|극심하게)\s*(?:아파|아프)",
+        r"가슴.{0,15}(?:아프|아파|통증|답답).{0,30}(?:식은땀|땀이\s*(?:나|흘|줄)|숨이\s*차|숨쉬기|구역|토할|어지러)",
+        r"(?:갑자기|심하게|극심한|너무\s*심하게|엄청)\s*가슴(?:이|에)?\s*(?:아프|아파|통증)",
+        r"(?:심근경색|심장마비|협심증).{0,6}(?:온\s*(?:것|거)\s*같|인\s*(?:것|거)\s*같|이\s*온\s*(?:것|거)|일\s*수도)",
+        r"\bchest\b.{0,25}\b(?:crushing|squeezing|pressure|tight(?:ness)?|heavy|heaviness|elephant|vice)\b",
+        r"\b(?:crushing|squeezing|severe|sudden|terrible|bad|intense|sharp)\s+chest\s+(?:pain|pressure|tightness)",
+        r"\bchest\b.{0,30}\b(?:spread|radiat|going|moving|shoot|travel)\w*\s+(?:to|down|into|up)\s+(?:my\s+|his\s+|her\s+)?(?:left\s+)?(?:arm|jaw|neck|back|shoulder)",
+        r"\bchest\s+(?:pain|pressure|tightness|hurts?).{0,40}\b(?:sweat\w*|clammy|nause\w*|short of breath|can'?t breathe)",
+        r"\b(?:having|is having)\s+a\s+heart\s+attack\b",
+        r"\belephant\b.{0,30}\bchest\b|\b(?:pressure|weight|squeez\w*|crush\w*)\b.{0,20}\bon\s+(?:my|his|her)\s+chest\b",
+    ],
+    "stroke": [
+        r"(?:얼굴|입|입꼬리|입가)(?:이|가|의|도|\s)?.{0,8}(?:처지|처졌|비뚤|돌아갔|돌아가|마비|일그러)",
+        r"(?:한쪽|한\s*쪽|왼쪽|오른쪽|반쪽)\s*(?:팔|다리|몸|손|얼굴)(?:이|에|가|과|이랑|하고|도)?.{0,12}(?:힘이\s*(?:없|빠|안)|마비|감각이\s*없|안\s*움직|못\s*움직|움직이지|들\s*수\s*(?:가\s*)?없|못\s*들|저리고\s*힘)",
+        r"(?:팔|다리)(?:에|이|가)?\s*갑자기.{0,10}(?:힘이\s*(?:없|빠)|마비|안\s*움직)",
+        r"말(?:이|을|투가)?\s*.{0,6}(?:어눌|안\s*나와|안\s*나오|못\s*하|꼬이|꼬여|이상하게\s*나)|발음이\s*(?:꼬|이상|어눌|샌)",
+        r"(?:갑자기|난생\s*처음|인생\s*최악|최악의|평생\s*처음|벼락).{0,15}(?:두통|머리가?\s*(?:아파|아프|깨질|터질))",
+        r"머리가\s*(?:깨질|터질|쪼개질)\s*(?:듯|것\s*같)",
+        r"(?:뇌졸중|중풍|뇌경색|뇌출혈).{0,6}(?:온\s*(?:것|거)\s*같|인\s*(?:것|거)\s*같|이\s*온\s*(?:것|거)|일\s*수도|증상이\s*(?:있|나타|보여))",
+        r"갑자기.{0,10}(?:한쪽\s*눈이|눈이\s*안\s*보|시야가\s*(?:안|까맣|사라))",
+        r"\bface\b.{0,15}\b(?:droop\w*|dropp\w*|numb on one side|lopsided|uneven)",
+        r"\b(?:drooping|droopy|lopsided)\s+(?:face|mouth|smile)",
+        r"\b(?:one|left|right)[- ]sided\s+(?:weakness|numbness|paralysis)",
+        r"\b(?:weak(?:ness)?|numb(?:ness)?)\b.{0,15}\b(?:one side|left side|right side)",
+        r"\b(?:can'?t|cannot|unable to|couldn'?t)\s+(?:lift|raise|move|feel)\s+(?:my\s+|his\s+|her\s+)?(?:left\s+|right\s+)?(?:arm|leg|hand)",
+        r"\bslurr\w+\b|\bspeech\b.{0,10}\b(?:garbled|slurred|strange|weird)|\b(?:can'?t|cannot|unable to)\s+(?:get\s+(?:the\s+|my\s+|his\s+|her\s+|any\s+)?words\s+out|speak\s+properly|form\s+words)",
+        r"\b(?:suddenly\s+)?(?:can'?t|cannot|couldn'?t)\s+(?:speak|talk)\b",
+        r"\bworst\s+headache\b|\bthunderclap\s+headache\b|\bsudden(?:ly)?\b.{0,15}\b(?:severe|worst|splitting|excruciating|explosive)\s+headache",
+        r"\b(?:having|is having)\s+a\s+stroke\b|\bthink\b.{0,20}\bstroke\b",
+        r"\bsudden(?:ly)?\b.{0,15}\b(?:lost|loss of|can'?t see|went blind)\b",
+    ],
+    "breathing": [
+        r"숨(?:을|이)?\s*(?:못\s*쉬|쉴\s*수\s*(?:가\s*)?없|안\s*쉬어|안\s*쉬|막혀|막히|넘어갈|차서\s*(?:말을|말이|말도|못|걷)|가빠서\s*(?:말|못))",
+        r"숨\s*쉬기(?:가|도)?\s*(?:너무|매우|정말|많이)?\s*(?:힘들|어려|곤란|버거)",
+        r"말(?:을|도)?\s*못\s*할\s*(?:정도로|만큼).{0,6}숨|갑자기\s*숨이\s*(?:차|막)",
+        r"호흡(?:이)?\s*(?:곤란|이\s*안|을\s*못|이\s*힘들|이\s*어려)",
+        r"(?:가만히\s*(?:있어도|앉아\s*있어도)|누워\s*있어도|쉬어도|말만\s*해도)\s*숨",
+        r"입술(?:이|도)?\s*(?:파랗|파래|보라|새파)",
+        r"질식|숨이\s*넘어|헐떡",
+        r"\b(?:can'?t|cannot|can not|unable to|couldn'?t|struggling to|not able to)\s+(?:breathe|catch\s+(?:my|his|her|a)\s+breath)",
+        r"\b(?:trouble|difficulty|hard|struggling)\s+(?:to\s+)?breath(?:e|ing)\b",
+        r"\bshort(?:ness)?\s+of\s+breath\b.{0,25}\b(?:at rest|resting|sitting|lying|even|can'?t talk|can'?t speak|severe|worse)",
+        r"\b(?:severe|extreme)\s+(?:shortness of breath|breathlessness)\b|\bgasping\b|\bchoking\b",
+        r"\blips?\b.{0,15}\b(?:blue|purple|grey|gray)\b|\bturning\s+blue\b",
+        r"\bcan'?t\s+get\s+(?:enough\s+)?air\b|\bstruggling\s+for\s+(?:air|breath)\b",
+    ],
+    "bleeding": [
+        r"피(?:가|를)?\s*(?:토했|토해|토하|토함|계속\s*(?:나|흘)|멈추지\s*않|안\s*멈|멎지\s*않|안\s*멎|많이\s*(?:나|흘)|쏟|철철|펑펑|콸콸|한\s*움큼|한\s*컵)",
+        r"기침(?:할\s*때(?:마다)?|하면|하니까|하는데)?.{0,10}피(?:가|를)\s*(?:나|토|뱉|쏟|한)",
+        r"토혈|객혈|각혈|하혈(?:이|을)?\s*(?:심|많|계속)",
+        r"(?:검은|까만|시커먼|새까만)\s*(?:변|똥|대변).{0,20}(?:어지|쓰러|기운이\s*없|식은땀)",
+        r"출혈(?:이)?\s*(?:심|멈추지|안\s*멈|계속|많)|대량\s*출혈",
+        r"\b(?:vomit(?:ing|ed)?|throwing up|threw up|coughing up|coughed up|spitting up)\s+(?:up\s+)?(?:blood|bright red)",
+        r"\bbleeding\b.{0,15}\b(?:won'?t|will not|doesn'?t|does not|not)\s+stop|\b(?:won'?t|can'?t|cannot)\s+stop\s+(?:the\s+)?bleeding",
+        r"\b(?:heavy|heavily|severe|uncontrolled|profuse)\s+bleed|\bbleeding\s+(?:heavily|badly|a lot)",
+        r"\b(?:lots|a lot|so much)\s+of\s+blood\b|\bblood\b.{0,10}\b(?:pouring|gushing|spurting)\b",
+        r"\bsoak\w*\b.{0,25}\bpads?\b.{0,15}\bhour\b",
+        r"\b(?:black|tarry)\b.{0,10}\b(?:stools?|poop)\b.{0,40}\b(?:dizz\w*|faint\w*|weak|light-?headed)",
+    ],
+    "syncope_confusion": [
+        r"쓰러졌|쓰러지셨|쓰러져서|쓰러져\s*(?:있|계)|기절|실신|졸도",
+        r"의식(?:을|이)?\s*(?:잃|없|흐려|저하|이\s*없|을\s*잃)|정신을\s*잃",
+        r"깨워도\s*(?:안\s*일어|반응|못\s*일어|일어나지)|반응이\s*없",
+        r"횡설수설|사람을\s*(?:못\s*알아|알아보지\s*못)",
+        r"갑자기.{0,12}(?:헛소리|엉뚱한\s*말|혼란스러|정신이\s*없어|말을\s*못\s*알아)",
+        r"\b(?:fainted|passed out|blacked out|lost consciousness|collapsed|unconscious|unresponsive)\b",
+        r"\b(?:won'?t|will not|can'?t|cannot)\s+wake\b|\bnot\s+waking\s+up\b",
+        r"\b(?:suddenly|very|became|got|is|seems)\s+(?:very\s+)?(?:confused|disoriented)\b",
+        r"\bdoesn'?t\s+(?:recognize|know)\s+(?:me|us|where)\b|\btalking\s+nonsense\b",
+    ],
+    "seizure": [
+        r"(?<!근육\s)(?<!근육)(?<!눈\s)(?<!눈)(?<!눈꺼풀\s)(?<!공황\s)(?<!공황)(?<!천식\s)경련(?:을|이|하|중|해|을\s*해|을\s*일으)",
+        r"(?<!공황\s)(?<!공황)(?<!천식\s)(?<!천식)(?<!불안\s)발작(?:을|이|하|중|해|이\s*와|이\s*왔)",
+        r"경기(?:를|가)\s*(?:해|일으|하|와|났)|거품을\s*(?:물|흘)|간질\s*발작|뇌전증\s*발작",
+        r"\b(?:having|is having|just had|started having)\s+(?:a\s+|an?other\s+|\w+\s+)?(?:seizure|fit|convulsion)s?\b|\bseizures?\s+back\s+to\s+back\b",
+        r"\bseizing\b|\bconvuls(?:ing|ions?|ed)\b|\bfoaming\s+at\s+the\s+mouth\b",
+        r"\b(?:a|another)\s+seizure\b",
+    ],
+    "anaphylaxis": [
+        r"(?:목|혀|입술|얼굴|목구멍|눈)(?:이|가|도|까지)?\s*.{0,8}(?:부어|붓고|부었|붓는|부풀|조여).{0,25}(?:숨|호흡|삼키|말이)",
+        r"아나필락시스|알레르기.{0,15}(?:쇼크|숨이|호흡)|목(?:이|구멍이)\s*(?:막히|조여|조이|부어\s*올|붓)",
+        r"(?:벌에|벌한테|벌한테서)\s*쏘.{0,30}(?:숨|부어|붓|어지|온몸|두드러기)",
+        r"(?:숨|호흡).{0,15}(?:얼굴|입술|목|혀)(?:이|가|도)?\s*(?:부어|붓|부풀)",
+        r"온몸에\s*두드러기.{0,25}(?:숨|어지|부어|붓)",
+        r"\banaphyla\w+|\b(?:used|use|using|gave|give|need|needed)\s+(?:my|his|her|an|the)\s+epi-?pen\b",
+        r"\b(?:throat|tongue|lips?|face)\b.{0,20}\b(?:swell\w*|swollen|closing|tight)\b.{0,40}\b(?:breath\w*|swallow\w*|talk\w*|wheez\w*)",
+        r"\bthroat\b.{0,10}\b(?:closing|closing up|tight(?:ening)?)\b",
+        r"\b(?:bee|wasp|hornet)\s+sting\w*\b.{0,60}\b(?:swell\w*|breath\w*|dizz\w*|hives)",
+        r"\bhives\s+all\s+over\b.{0,40}\b(?:breath\w*|dizz\w*|faint\w*|swell\w*)",
+    ],
+    "suicide": [
+        r"죽고\s*싶|자살|자해|목숨을\s*끊|극단적(?:인)?\s*(?:선택|생각)|살기\s*싫|살고\s*싶지\s*않|사라지고\s*싶",
+        r"죽어\s*버리|죽어버리|없어지고\s*싶|세상을\s*떠나고\s*싶|손목을\s*(?:그|긋)|뛰어내리고\s*싶|유서를",
+        r"삶을\s*(?:끝내|포기)|인생을\s*끝내|다\s*끝내고\s*싶|그만\s*살고\s*싶",
+        r"\bsuicid\w*|\bkill(?:ing)?\s+myself\b|\bend(?:ing)?\s+(?:my\s+life|it\s+all|my\s+own\s+life)\b",
+        r"\b(?:want|wanna|wish)\s+(?:to\s+)?(?:be\s+)?dead\b|\b(?:want|wanna)\s+(?:to\s+)?die\b|\bbetter\s+off\s+dead\b",
+        r"\bdon'?t\s+want\s+to\s+(?:live|be\s+(?:here|alive)|wake\s+up|exist)\b|\bno\s+reason\s+to\s+live\b",
+        r"\bself[- ]harm\w*|\b(?:hurt|hurting|cut|cutting|harm|harming)\s+myself\b|\btake\s+my\s+(?:own\s+)?life\b",
+        r"\bnot\s+worth\s+living\b|\bdisappear\s+forever\b",
+    ],
+    "overdose": [
+        r"(?:약|알약|수면제|진통제|타이레놀|혈압약|당뇨약|안정제|신경안정제|항우울제|인슐린).{0,15}(?:한꺼번에|한\s*번에|왕창|통째로|한\s*통|한\s*움큼|과다\s*복용|과량|너무\s*많이|\d+\s*(?:알|개|정)(?:을|를|이나|씩)?\s*(?:다|한꺼번에|먹었|삼켰))",
+        r"과다\s*복용(?:했|을\s*했|한\s*것\s*같)|과량\s*복용|음독|농약(?:을)?\s*(?:마셨|먹었|마신)|락스(?:를)?.{0,8}(?:마셨|먹었)|중독된\s*(?:것|거)\s*같",
+        r"\boverdos(?:ed|ing|e)\b",
+        r"\b(?:took|swallowed|taken)\s+(?:too\s+many|a\s+lot\s+of|all\s+(?:my|of\s+my|the)|a\s+whole\s+(?:bottle|box|pack)|\d+\s+(?:pills|tablets|capsules))",
+        r"\b(?:took|swallowed|taken)\b.{0,40}\b(?:all\s+at\s+once|at\s+once|in\s+one\s+go)\b",
+        r"\b(?:took|swallowed|taken)\s+(?:like\s+|about\s+|around\s+|maybe\s+)?\d+\s+of\s+(?:my|his|her|the)\b",
+        r"\b(?:drank|swallowed|ingested)\s+(?:some\s+)?(?:bleach|antifreeze|poison|pesticide|weed\s*killer)\b|\bpoisoned\b",
+    ],
+}
+
+_COMPILED = {cat: [re.compile(p, re.I) for p in pats] for cat, pats in _RX.items()}
+
+_NEG_AFTER_KO = re.compile(r"^.{0,12}?(?:없어|없습|없고|없었|없는데|없음|안\s*나요|않아|않았|않습|아니에|아닙|아니고)")
+_NEG_BEFORE_EN = re.compile(r"\b(?:no|denies|denied|without|never|negative for|(?:do|does|did)\s+not|don'?t|doesn'?t|didn'?t|haven'?t|hasn'?t)\b(?:\s+\w+){0,3}\s*$", re.I)
+_INFO_KO = re.compile(r"뭐예요|뭔가요|뭐에요|무엇|뭘\s|어떻게|(?:으면|면)\s.{0,25}(?:나요|까요|가요|해요|돼요)\s*\?|어떤\s*(?:증상|게|것)|어떻게\s*(?:알|구별|대처|해야)|징후|알려\s*주|설명|예방|차이가|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)")
+_INFO_EN = re.compile(r"^\s*can\s+(?:you|i|one)\b|\bis\s+it\s+(?:possible|safe)\b|\b(?:what\s+(?:are|is|'s|does|do|causes?|happens)|how\s+(?:do|does|can|should)\s+(?:you|one)\s+\w+|signs?\s+of|symptoms?\s+of|warning\s+signs|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|spot)|tell\s+me\s+about|explain)\b", re.I)
+_NOW_KO = re.compile(r"지금|방금|갑자기|현재|아까|계속|오늘|제가\s|저\s|저는|저도|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가")
+_NOW_EN = re.compile(r"\b(?:i'?m|i\s+am|i\s+have|i\s+can'?t|i\s+feel|my|right\s+now|just|he'?s|she'?s|he\s+is|she\s+is|is\s+having|currently|suddenly)\b", re.I)
+_PAST_KO = re.compile(r"\d+\s*(?:년|달|개월|주)\s*전|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있")
+_PAST_EN = re.compile(r"\b(?:years?\s+ago|last\s+(?:year|month)|months?\s+ago|in\s+the\s+past|when\s+i\s+was|history\s+of|used\s+to|once\s+had)\b", re.I)
+_STILL = re.compile(r"지금|다시|또|여전히|계속|\bnow\b|\bagain\b|\bstill\b|\btoday\b|\bright now\b", re.I)
+_HYPOTHETICAL = re.compile(r"\bif\s+(?:someone|somebody|a\s+person|a\s+child|you|one)\b|\bwhat\s+(?:should|do)\s+"
+                           r"(?:you|i|we)\s+do\s+if\b|(?:사람|누가|누군가)(?:을|이|가)?\s*(?:보면|있으면)", re.I)
+_CLAUSE = re.compile(r"[.!?;\n]|(?<=[가-힣])(?:는데|은데|인데|지만)\s|\bbut\b", re.I)
+
+
+@dataclass(frozen=True)
+class RedFlag:
+    """A matched red flag: its category (one of :data:`CATEGORIES`) and the matched text."""
+
+    category: str
+    matched: str
+
+
+def red_flags(text: str) -> list[RedFlag]:
+    """Red flags in a message, at most one per category, ordered by :data:`CATEGORIES`.
+
+    Args:
+        text: the sanitised message (any length; only regular expressions run, no model).
+    Returns:
+        An empty list when nothing suggests an emergency now.
+    """
+    found: dict[str, RedFlag] = {}
+    for cat in CATEGORIES:
+        for rx in _COMPILED[cat]:
+            for m in rx.finditer(text):
+                if not _suppressed(text, m.start(), m.end(), cat):
+                    found[cat] = RedFlag(cat, m.group(0))
+                    break
+            if cat in found:
+                break
+    return [found[c] for c in CATEGORIES if c in found]
+
+
+def _clause(text: str, start: int, end: int) -> tuple[str, str, str]:
+    lo = 0
+    hi = len(text)
+    for b in _CLAUSE.finditer(text):
+        if b.end() <= start:
+            lo = b.end()
+        elif b.start() >= end:
+            hi = b.start()
+            break
+    sent_lo = max(text.rfind(ch, 0, start) for ch in ".!?\n") + 1
+    sent_hi = min([i for i in (text.find(ch, end) for ch in ".!?\n") if i >= 0] + [len(text)])
+    return text[lo:start], text[end:hi], text[sent_lo:sent_hi + 1]
+
+
+def _suppressed(text: str, start: int, end: int, cat: str) -> bool:
+    before, after, sentence = _clause(text, start, end)
+    if _NEG_AFTER_KO.search(after) or _NEG_BEFORE_EN.search(before):
+        return True
+    if _HYPOTHETICAL.search(sentence):
+        return True
+    now = _NOW_KO.search(sentence) or _NOW_EN.search(sentence)
+    if (_INFO_KO.search(sentence) or _INFO_EN.search(sentence)) and not now:
+        return True
+    if (_PAST_KO.search(sentence) or _PAST_EN.search(sentence)) and not _STILL.search(sentence):
+        return cat != "suicide" or bool(re.search(r"적이\s*있|\bused to\b|years?\s+ago", sentence, re.I))
+    return False
