@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "DATABASE_URL", "REDIS_URL",
-            "MEDBOT_INDEX_DIR", "MEDBOT_DATA_DIR", "EMBEDDING_BACKEND", "MEDBOT_LEXICON"):
+            "MEDBOT_INDEX_DIR", "MEDBOT_DATA_DIR", "EMBEDDING_BACKEND", "MEDBOT_LEXICON",
+            "MEDCAT_MODEL_PACK", "MEDCAT_PACKS_DIR", "EMERGENCY_NUMBER", "CRISIS_NUMBER"):
     os.environ.pop(var, None)
 
 from config.settings import Settings  # noqa: E402
@@ -42,7 +43,7 @@ def default_index(embedder) -> Path:
 
 def make_settings(tmp_path: Path, index_dir: Path | None = None, **env: object) -> Settings:
     """Settings for a test: its own data dir and SQLite file, no ``.env``."""
-    values: dict[str, object] = {"MEDBOT_DATA_DIR": tmp_path, **env}
+    values: dict[str, object] = {"MEDBOT_DATA_DIR": tmp_path, "MEDCAT_PACKS_DIR": CACHE / "medcat", **env}
     if index_dir is not None:
         values["MEDBOT_INDEX_DIR"] = index_dir
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
