@@ -142,3 +142,39 @@ class Repository:
                 s.delete(r)
             s.commit()
             return len(rows)
+
+    # -- infrastructure (storage/db, jobs): cache mirror version ---------------------------------
+    # Added for the scheduled jobs (bot/scheduler.py); ResponseCache compares cache_version()
+    # before each lookup and reloads its FAISS mirror when another process changed the table.
+    CACHE_GENERATION = "cacheentry"  # the Generation row bumped on deletes of cache entries
+
+    def cache_version(self) -> tuple[int, int, int]:
+        """``(generation, row count, max id)`` of the cache table: any insert or delete changes
+        it (deleters bump the ``cacheentry`` generation, so a re-used SQLite id is noticed)."""
+        from storage.models import Generation
+
+        with Session(self.engine) as s:
+            gen = s.exec(select(Generation.value)
+                         .where(Generation.name == self.CACHE_GENERATION)).first()
+            count, max_id = s.exec(select(func.count(), func.max(CacheEntry.id))).one()
+            return int(gen or 0), int(count), int(max_id or 0)
+
+    def bump_generation(self, name: str, conn: Any = None) -> None:
+        """Increment the counter ``name`` (created at 1), in ``conn``'s transaction if given
+        (a SQLAlchemy ``Connection``), else in a transaction of its own. Call it with every
+        delete of mirrored rows."""
+        from sqlalchemy import update
+
+        from storage.db import insert_ignore
+        from storage.models import Generation
+
+        if conn is None:
+            with self.engine.begin() as own:
+                return self.bump_generation(name, own)
+        stmt = update(Generation).where(Generation.name == name).values(value=Generation.value + 1)
+        if conn.execute(stmt).rowcount:
+            return None
+        if conn.execute(insert_ignore(conn, Generation, {"name": name, "value": 1})).rowcount:
+            return None
+        conn.execute(stmt)  # a concurrent caller created it first
+        return None

@@ -1,0 +1,134 @@
+"""The job registry and ``medbot worker``: APScheduler 3 runs each registered job on its interval.
+
+Adding a job is one entry in :data:`JOBS`::
+
+    "memory_compression": JobSpec("core.memory.jobs:run_memory_compression",
+                                  lambda s: s.memory_compression_interval_min * 60,
+                                  "compress every five uncompressed turns"),
+
+The function named by ``"module:function"`` takes :class:`config.settings.Settings` and returns
+a :class:`core.jobs.JobResult`; it is imported only when it runs. The interval (seconds) comes
+from settings; ``None`` or ``0`` leaves the job out of the worker (``medbot jobs run`` still runs
+it). Every run, scheduled or from the CLI, holds the lease ``<name>`` (:func:`storage.locks.job_lock`),
+so two workers never run the same job at once; a run that finds it held is skipped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from core.jobs import JobResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A registered job: ``target`` ``"module:function"`` (or the function itself),
+    ``interval_s(settings)`` in seconds (``None``/0 = not scheduled) and a one-line description."""
+
+    target: str | Callable[[object], JobResult]
+    interval_s: Callable[[object], float | None]
+    doc: str
+
+    def load(self) -> Callable[[object], JobResult]:
+        """Import and return the job function."""
+        if callable(self.target):
+            return self.target
+        module, func = self.target.split(":")
+        return getattr(importlib.import_module(module), func)
+
+
+JOBS: dict[str, JobSpec] = {
+    "cache_eviction": JobSpec("core.cache.eviction:run_cache_eviction",
+                              lambda s: s.cache_eviction_interval_min * 60,
+                              "response cache: drop entries past CACHE_TTL_HOURS, then LRU above "
+                              "CACHE_MAX_ENTRIES"),
+    "retention": JobSpec("core.retention:run_retention",
+                         lambda s: s.retention_interval_hours * 3600 if s.retention_days else None,
+                         "delete everything of users inactive for RETENTION_DAYS (0 = off)"),
+}
+
+
+def run_job(name: str, settings, wait_s: float = 0.0) -> JobResult:
+    """Run the job ``name`` once while holding its lease.
+
+    Args:
+        name: a key of :data:`JOBS`.
+        settings: :class:`config.settings.Settings`.
+        wait_s: seconds to wait for the lease (0 = skip at once when it is held).
+    Returns:
+        The job's result, or one with ``skipped`` set when another process holds the lease.
+    Raises:
+        KeyError: no such job. Whatever the job raises.
+    """
+    from storage.locks import LockBusy, job_lock
+
+    spec = JOBS[name]
+    try:
+        with job_lock(name, settings.job_lock_ttl_s, settings, wait_s=wait_s):
+            return spec.load()(settings)
+    except LockBusy:
+        return JobResult(name, skipped="another process holds the lease")
+
+
+def build_scheduler(settings, emit: Callable[[str], None]):
+    """A BackgroundScheduler (not started) with every enabled job: first run at start, then
+    every interval; ``coalesce``, one instance at a time. ``emit`` gets one JSON line per run."""
+    from apscheduler.executors.pool import ThreadPoolExecutor
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    sched = BackgroundScheduler(timezone=timezone.utc,
+                                executors={"default": ThreadPoolExecutor(max(1, len(JOBS)))},
+                                job_defaults={"coalesce": True, "max_instances": 1,
+                                              "misfire_grace_time": None})
+    for name, spec in JOBS.items():
+        interval = spec.interval_s(settings)
+        if interval:
+            sched.add_job(_scheduled_run, "interval", seconds=interval, id=name, name=name,
+                          args=(name, settings, emit), next_run_time=datetime.now(timezone.utc))
+    return sched
+
+
+def _scheduled_run(name: str, settings, emit: Callable[[str], None]) -> None:
+    try:
+        emit(run_job(name, settings).to_json())
+    except Exception:  # the worker keeps its schedule; the next run tries again
+        log.exception("job %s failed", name)
+        emit(JobResult(name, skipped="failed: see the log").to_json())
+
+
+def _print_line(line: str) -> None:
+    print(line, flush=True)
+
+
+def run_worker(settings, stop: threading.Event | None = None,
+               emit: Callable[[str], None] = _print_line) -> int:
+    """Run the scheduler until ``stop`` is set, or SIGTERM / SIGINT when ``stop`` is None.
+
+    Shutdown waits for running jobs, so their leases are released. Returns the exit code 0.
+    """
+    own_signals = stop is None
+    stop = stop or threading.Event()
+    if own_signals:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+    sched = build_scheduler(settings, emit)
+    sched.start()
+    names = [j.id for j in sched.get_jobs()]
+    print(f"worker started: {', '.join(names) or 'no jobs enabled'}", file=sys.stderr, flush=True)
+    while not stop.wait(0.5):
+        pass
+    print("worker stopping: waiting for running jobs", file=sys.stderr, flush=True)
+    t0 = time.monotonic()
+    sched.shutdown(wait=True)
+    print(f"worker stopped after {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+    return 0
