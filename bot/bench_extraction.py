@@ -127,6 +127,25 @@ def evaluate(extractor: Extractor, rows: list[dict[str, Any]], warmup: int = 20)
 
 
 def _score(rep: Report, row: dict[str, Any], slots, flags) -> None:
+    scope = set(row.get("scope") or ("demographics", "numbers", "concepts", "red_flag"))
+    if {"demographics", "numbers"} & scope:
+        _score_numbers(rep, row, slots)
+    if "concepts" in scope:
+        _score_concepts(rep, row, slots)
+    gold_flag = row["red_flag"] or "none"
+    pred_flag = flags[0].category if flags else "none"
+    if gold_flag != "none" and any(f.category == gold_flag for f in flags):
+        pred_flag = gold_flag
+    rep.confusion[(gold_flag, pred_flag)] += 1
+    gold_c = Counter((c["cui"], c["slot"]) for c in row["concepts"])
+    pred_c = Counter((c.cui, c.slot) for c in slots.concepts)
+    if ("concepts" in scope and gold_c != pred_c) or (gold_flag == "none") != (pred_flag == "none"):
+        rep.errors.append({"id": row["id"], "text": row["text"], "gold": row["concepts"],
+                           "pred": [(c.cui, c.name_en, c.slot, c.status) for c in slots.concepts],
+                           "gold_flag": gold_flag, "pred_flag": pred_flag})
+
+
+def _score_numbers(rep: Report, row: dict[str, Any], slots) -> None:
     gold_demo = dict(row["demographics"])
     pred_demo = dict(slots.demographics)
     if "age" in gold_demo or "age" in pred_demo:
@@ -138,21 +157,15 @@ def _score(rep: Report, row: dict[str, Any], slots, flags) -> None:
     g, p = _numbers_match(row["measurements"], pred_nums)
     rep.prf("numbers").add(g, p)
     rep.prf("implausible").add(sorted(set(row["implausible"])), sorted({r.key for r in slots.rejected}))
+
+
+def _score_concepts(rep: Report, row: dict[str, Any], slots) -> None:
     gold_c = [(c["cui"], c["slot"]) for c in row["concepts"]]
     pred_c = [(c.cui, c.slot) for c in slots.concepts]
     rep.prf("concepts").add(gold_c, pred_c)
     for slot in ("condition", "symptom", "medication", "allergy"):
         rep.prf(f"concepts:{slot}").add([x for x in gold_c if x[1] == slot], [x for x in pred_c if x[1] == slot])
     _score_status(rep, row["concepts"], slots.concepts)
-    gold_flag = row["red_flag"] or "none"
-    pred_flag = flags[0].category if flags else "none"
-    if gold_flag != "none" and any(f.category == gold_flag for f in flags):
-        pred_flag = gold_flag
-    rep.confusion[(gold_flag, pred_flag)] += 1
-    if (Counter(gold_c) != Counter(pred_c)) or (gold_flag == "none") != (pred_flag == "none"):
-        rep.errors.append({"id": row["id"], "text": row["text"], "gold": row["concepts"],
-                           "pred": [(c.cui, c.name_en, c.slot, c.status) for c in slots.concepts],
-                           "gold_flag": gold_flag, "pred_flag": pred_flag})
 
 
 def _score_status(rep: Report, gold: list[dict], pred) -> None:

@@ -39,7 +39,7 @@ _RELATIVES_KO = (r"아버지|아버님|아빠|어머니|어머님|엄마|부모�
                  r"친할머니|친할아버지|형님|형|누나|오빠|언니|남동생|여동생|동생|남편|아내|와이프|"
                  r"아들|딸|자녀|애들|아이|아기|가족|친척|삼촌|이모|고모|외삼촌|큰아버지|작은아버지|"
                  r"사촌|시어머니|시아버지|장인|장모|형제|자매|집안")
-_FAMILY_PRE_KO = re.compile(_WB + r"(?:" + _RELATIVES_KO + r")(?:께서|께서는|가|이|는|은|도|의|께|한테|분)")
+_FAMILY_PRE_KO = re.compile(_WB + r"(?:" + _RELATIVES_KO + r")(?:께서|께서는|가|이|는|은|도|의|께|한테|분|에|에는|쪽)")
 _FAMILY_POST_KO = re.compile(r"가족력|집안\s*내력|유전(?:이|으로)")
 _FAMILY_PRE_EN = re.compile(
     r"\b(?:father|dad|daddy|mother|mom|mum|mommy|parents?|brothers?|sisters?|siblings?|"
@@ -50,14 +50,15 @@ _FAMILY_POST_EN = re.compile(r"\bruns? in (?:my|the|our) family\b|\bfamily histo
 
 _STOP_POST_KO = re.compile(
     r"끊었|끊은|끊고|끊어|끊음|끊기로|중단|그만\s*(?:먹|뒀|두었|복용)|안\s*먹은\s*지|먹다가\s*(?:끊|말|그만)"
-    r"|복용을?\s*(?:멈|중지)|더\s*(?:이상|는)\s*안\s*먹|이제\s*안\s*먹|이제는\s*안\s*먹|먹었었|복용했었")
+    r"|복용을?\s*(?:멈|중지)|더\s*(?:이상|는)\s*안\s*먹|(?:이제|이제는|지금은|요즘은)\s*안\s*먹|먹었었|복용했었"
+    r"|먹다가.{0,12}안\s*먹|다\s*먹고\s*끝|복용\s*(?:을\s*)?끝|끝났")
 _STOP_PRE_KO = re.compile(r"예전에|전에는|과거에|옛날에|한때")
 _SWITCH_KO = re.compile(r"^\s*(?:에서|을|를)?\s*.{0,20}?(?:바꿨|바꾸었|바꿔|변경|교체)")
 _STOP_PRE_EN = re.compile(
     r"\b(?:stopped(?: taking)?|quit(?: taking)?|discontinued|came off|went off|used to (?:take|be on)"
-    r"|no longer (?:take|taking|on)|(?:was|got) (?:taken|switched) off|switched (?:me )?from"
+    r"|no longer (?:take|taking|on)|(?:was|got) (?:taken|switched) off|switched (?:me )?from|was on|were on"
     r"|ran out of and stopped|off of)\b", re.I)
-_STOP_POST_EN = re.compile(r"\b(?:stopped|discontinued|anymore|any more|no more|in the past)\b", re.I)
+_STOP_POST_EN = re.compile(r"\b(?:stopped|discontinued|anymore|any more|no more|in the past|finished)\b", re.I)
 
 _UNC_POST_KO = re.compile(
     r"^\s*(?:이|가|은|는|인|일|에)?\s*(?:일까|인가|인지|인\s*(?:것|거)\s*같|같아|같은데|같습니다|같네"
@@ -66,14 +67,14 @@ _UNC_POST_KO = re.compile(
     r"|온\s*(?:것|거)\s*같|아닌지\s*걱정|일지도|인지\s*궁금)")
 _UNC_PRE_KO = re.compile(r"혹시\s*(?:제가|저\s)?")
 _UNC_PRE_EN = re.compile(
-    r"\b(?:could (?:this|it|that|these) be|could i (?:have|be)|might (?:have|be)|may have|maybe|"
+    r"\b(?:could (?:this|it|that|these)(?:\s+\w+){0,2}\s+be|could i (?:have|be)|probably|likely|i guess|might (?:have|be)|may have|maybe|"
     r"possibly|possible|probable|suspected?|suspicious for|worried (?:that |about )?(?:i |it |this )?"
     r"(?:have |has |is |might |could )?|afraid (?:that )?(?:i|it) (?:have|has|might|is)|do i have|am i|"
     r"is (?:this|it|that) (?:a |an )?|i think i (?:have|might have|may have|got)|i wonder if|"
-    r"not sure (?:if|whether)|concerned (?:about|that)|rule out|checked for|tested for)\b", re.I)
+    r"not sure (?:if|whether)|concerned (?:about|that)|rule out|checked for|tested for)(?:\b|(?<=\s))", re.I)
 
 _NEG_POST_KO = re.compile(
-    r"없어|없습|없다|없고|없는데|없음|없었|없이|없네|없으|없구|아니에|아니야|아니고|아니라|아닙|아니었|아녜"
+    r"없어|없습|없다|없고|없는데|없음|없었|없이|없네|없구|없는$|아니에|아니야|아니고|아니라|아닙|아니었|아녜"
     r"|안\s*먹|안\s*해|안\s*했|안\s*받|않아|않았|않고|않습|않는|않음|적\s*(?:이|은|도)?\s*없|음성"
     r"|먹지\s*않|복용하지\s*않|해당\s*없|없다고")
 _NEG_PRE_KO = re.compile(r"(?:^|\s)(?:무|비)(?=\s)")  # rare: "무 알레르기"
@@ -85,26 +86,42 @@ _NEG_PRE_EN = re.compile(
 _NEG_POST_EN = re.compile(r"\b(?:ruled out|was negative|is negative|came back negative|denied|none)\b", re.I)
 # Another noun marked as subject/topic between a Korean mention and a post trigger takes the
 # trigger ("당뇨약 먹은 후로 증상이 없어요": 증상 is absent, not the drug).
-_OTHER_SUBJECT_KO = re.compile(r"(?<![적])[가-힣]+(?:이|가|은|는)\s")
+_OTHER_SUBJECT_KO = re.compile(r"([가-힣]+)(?:이|가|은|는)\s")
+# "당뇨나 고혈압은 없어요": nouns coordinated with the mention share its trigger.
+_COORDINATED = re.compile(r"^\s*(?:(?:이나|나|과|와|랑|이랑|하고|및|,|이며)\s*[가-힣A-Za-z0-9]+\s*)+")
+# "진단받은", "먹는", "하지는": 은/는 after a verb stem is an adnominal ending, not a topic marker.
+_VERB_STEM_ENDS = set("받먹하있없되했았었않렸졌쓰맞지린운던")
+_GENERIC_NOUNS = ("적", "증상", "증세", "것", "거", "건", "알레르기", "알러지", "부작용", "반응", "진단",
+                  "기운", "기", "느낌", "경험", "병력", "과거력")
 
 _QUESTION_KO = re.compile(
     r"뭔가요|뭐예요|뭐에요|뭔지|뭐죠|뭐야|무엇|뭐가|뭘|무슨|어떤|어떻게|왜|언제|얼마|어느|알려\s*주|설명해"
-    r"|궁금|차이|원인|치료법|예방법|관리법|먹어도\s*되|해도\s*되|나요\s*\?|까요\s*\?|인가요|ㄴ가요")
+    r"|궁금|차이|원인|치료법|예방법|관리법|먹어도\s*(?:되|돼)|해도\s*(?:되|돼)|나요\s*\?|까요\s*\?|인가요|몇")
 _SELF_KO = re.compile(r"제가|저는|저도|저의|저희|제\s|내가|나는|나도|먹고\s*있|먹는\s*중|복용\s*중|"
                       r"진단(?:을)?\s*받|앓고|있어요|있는데|있습니다|먹어요|먹습니다|했어요")
 _QUESTION_EN = re.compile(
     r"\?|^\s*(?:what|how|why|when|which|who|is|are|can|does|do|should|could|will|would)\b"
     r"|\btell me (?:about|what)\b|\bexplain\b|\bside effects? of\b|\bdifference between\b", re.I)
-_SELF_EN = re.compile(r"\b(?:i|i'm|i've|im|ive|my|me|mine|myself)\b", re.I)
+_SELF_EN = re.compile(r"\b(?:i|i'm|i've|im|ive|my|me|mine|myself|this|these)\b", re.I)
+# Asking whether or when to take or do something asserts nothing, even in the first person.
+_ADVICE = re.compile(r"\b(?:can|could|should|may)\s+i\s+(?:take|use|try|give|have|drink|eat|call|go|mix)\b"
+                     r"|\bis\s+it\s+(?:ok|okay|safe|fine|bad|dangerous)\s+to\b|\bwhen\s+should\s+i\b"
+                     r"|\bhow\s+do\s+i\s+know\s+if\b|\bwhat\s+should\s+i\s+do\s+if\b|\bif\s+someone\b"
+                     r"|먹어도\s*(?:되|돼|괜찮)|복용해도|써도\s*(?:되|돼)|맞아도\s*(?:되|돼)|같이\s*먹어도", re.I)
+# NegEx termination terms (Chapman et al. 2001): a trigger's scope ends at them.
+_TERMINATION_EN = re.compile(r"\b(?:just|only|but|except|apart from|other than|aside from|besides|"
+                             r"switched|changed|now|instead|though|however|although|still)\b", re.I)
 
 _ALLERGY_POST_KO = re.compile(
     r"^\s*(?:에|에는|에\s*대한|계열|계|류|이나|나|에도)?\s*(?:알레르기|알러지|과민|아나필락시스)"
     r"|^\S*\s*(?:먹으면|먹고\s*나면|맞으면|만지면|닿으면|쏘이면|먹었더니|맞았더니)\s*.{0,12}?"
     r"(?:두드러기|발진|붓|부어|가렵|가려|숨이|쇼크|반응)"
     r"|^\s*(?:에|에는)\s*(?:반응|쇼크)")
-_ALLERGY_PRE_KO = re.compile(r"(?:알레르기|알러지)\s*(?:가|는|이|:)?\s*(?:있는\s*(?:건|것은?)\s*)?")
-_ALLERGY_PRE_EN = re.compile(r"\ballergic (?:reaction )?to\b|\ballerg(?:y|ies)\s*(?:to|:)|"
-                             r"\bintoleran(?:t|ce) to\b|\b(?:bad )?reaction to\b|\bhypersensitiv\w* to\b", re.I)
+_LIST_KO = r"(?:[가-힣A-Za-z0-9]+\s*(?:,|이랑|랑|과|와|하고|및)\s*){0,4}$"
+_ALLERGY_PRE_KO = re.compile(r"(?:알레르기|알러지)\s*(?:가|는|이|:)?\s*(?:있는\s*(?:건|것은?)\s*)?" + _LIST_KO)
+_ALLERGY_PRE_EN = re.compile(r"(?:\ballergic (?:reaction )?to|\ballerg(?:y|ies)\s*(?:to|:)|"
+                             r"\bintoleran(?:t|ce) to|\b(?:bad )?reaction to|\bhypersensitiv\w* to)"
+                             r"[^.;:!?]{0,40}$", re.I)
 _ALLERGY_POST_EN = re.compile(r"^\s*(?:allerg(?:y|ies|ic)|intolerance|hypersensitivity|gives? me "
                               r"(?:hives|a rash)|makes? me (?:break out|swell|itch))", re.I)
 
@@ -124,7 +141,7 @@ def clause_bounds(text: str, start: int, end: int) -> tuple[int, int]:
         if b.end() <= start:
             lo = max(lo, b.end())
         elif b.start() >= end:
-            hi = min(hi, b.start())
+            hi = min(hi, b.end())  # keep the connective: "없는데" still negates
             break
     return lo, hi
 
@@ -148,7 +165,7 @@ def mention_context(text: str, start: int, end: int, lang: str, slot: str) -> Me
         status = "family"
     elif (slot in ("medication", "allergy") or allergy) and _stopped(pre, post) and not allergy:
         status = "stopped"
-    elif _uncertain(pre, post):
+    elif _uncertain(pre, post) and not _ADVICE.search(clause):
         status = "uncertain"
     elif _negated(pre, post):
         status = "negated"
@@ -159,9 +176,14 @@ def mention_context(text: str, start: int, end: int, lang: str, slot: str) -> Me
     return MentionContext(status, allergy)
 
 
+_SENTENCE_END = re.compile(r"(?<!\d)[.!?\n]|[.!?](?!\d)")
+
+
 def _sentence_start(text: str, start: int) -> int:
-    cut = max(text.rfind(ch, 0, start) for ch in ".!?\n")
-    return cut + 1 if cut >= 0 else 0
+    cut = 0
+    for m in _SENTENCE_END.finditer(text, 0, start):
+        cut = m.end()
+    return cut
 
 
 def _family(pre: str, post: str) -> bool:
@@ -173,7 +195,7 @@ def _family(pre: str, post: str) -> bool:
 def _stopped(pre: str, post: str) -> bool:
     if _STOP_POST_KO.search(post) or _STOP_PRE_KO.search(pre) or _SWITCH_KO.search(post):
         return not _SWITCH_TO_KO.match(post)
-    return bool(_STOP_PRE_EN.search(pre) or _STOP_POST_EN.search(post))
+    return bool(_STOP_PRE_EN.search(_after_termination(pre)) or _STOP_POST_EN.search(post))
 
 
 _SWITCH_TO_KO = re.compile(r"^\s*(?:으로|로)\s")
@@ -187,19 +209,36 @@ def _uncertain(pre: str, post: str) -> bool:
 
 def _negated(pre: str, post: str) -> bool:
     m = _NEG_POST_KO.search(post)
-    if m and not _OTHER_SUBJECT_KO.search(_strip_particle(post[:m.start()])):
+    if m and not _other_subject(_strip_particle(post[:m.start()])):
         return True
-    tail = " ".join(pre.split()[-6:])  # NegEx's window: the six words before the mention
+    tail = " ".join(_after_termination(pre).split()[-6:])  # NegEx's window: six words
     if _NEG_PRE_EN.search(tail) or _NEG_PRE_KO.search(pre):
         return True
     return bool(_NEG_POST_EN.search(post))
+
+
+def _other_subject(between: str) -> bool:
+    """A noun marked as subject or topic between a mention and its trigger, other than a
+    generic one (``증상은``, ``적이``, ``알레르기는``)."""
+    between = _COORDINATED.sub(" ", between)
+    return any(not w.endswith(_GENERIC_NOUNS) and w[-1] not in _VERB_STEM_ENDS
+               for w in _OTHER_SUBJECT_KO.findall(between))
 
 
 def _strip_particle(s: str) -> str:
     return re.sub(r"^(?:이|가|은|는|을|를|도|의|과|와|랑|이랑|하고)?\s*", " ", s, count=1)
 
 
+def _after_termination(pre: str) -> str:
+    cut = 0
+    for m in _TERMINATION_EN.finditer(pre):
+        cut = m.end()
+    return pre[cut:]
+
+
 def _topic(sentence: str, clause: str) -> bool:
+    if _ADVICE.search(clause):
+        return True
     if _QUESTION_KO.search(clause) and not _SELF_KO.search(sentence):
         return True
     if re.search(r"[가-힣]", clause):
@@ -210,4 +249,4 @@ def _topic(sentence: str, clause: str) -> bool:
 def _is_allergy(pre: str, post: str) -> bool:
     if _ALLERGY_POST_KO.search(post) or _ALLERGY_POST_EN.search(post):
         return True
-    return bool(_ALLERGY_PRE_KO.search(pre[-30:]) or _ALLERGY_PRE_EN.search(pre[-40:]))
+    return bool(_ALLERGY_PRE_KO.search(pre[-40:]) or _ALLERGY_PRE_EN.search(pre[-60:]))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from core.extraction import measures, patterns
-from core.extraction.context import mention_context
+from core.extraction.context import clause_bounds, mention_context
 from core.extraction.lexicon import Lexicon, load_lexicon
 from core.extraction.recognizer import Mention, Recognizer
 from core.extraction.slots import Concept, Slots
@@ -24,6 +24,10 @@ TUI_SLOTS = {"T047": "condition", "T048": "condition", "T191": "condition",
 T121/T200/T109 medication; we add T046 pathologic function, T019 congenital abnormality and
 T037 injury as conditions, T195 antibiotic as medication). Used for concepts of an operator's
 model pack that the bundled concept table does not curate."""
+
+HYPERSENSITIVITY_CUIS = frozenset({"C0020517", "C0002092"})
+"""Allergy / hypersensitivity (C0020517) and allergic reaction (C0002092): when a substance is
+an allergy, these name the context, not a second fact."""
 
 _DURATION = re.compile(r"(\d+)\s*(년|개월|달|주|일)\s*(?:째|전부터|동안|넘게|정도)"
                        r"|\bfor\s+(\d+)\s+(years?|months?|weeks?|days?)\b", re.I)
@@ -70,6 +74,7 @@ class Extractor:
         """Concepts of the mentions with their status, one per (CUI, status), in text order."""
         out: dict[tuple[str, str], Concept] = {}
         duration = _DURATION.search(text)
+        reaction_from = None  # after an allergen in its clause, symptoms describe the reaction
         for m in mentions:
             if m.confidence < self.min_confidence:
                 continue
@@ -77,14 +82,19 @@ class Extractor:
             if c is None:
                 continue
             ctx = mention_context(text, m.start, m.end, lang, c.slot)
+            if reaction_from is not None and m.start < reaction_from[1] and c.slot in ("symptom", "condition"):
+                continue
             if ctx.allergy:
                 c.slot = "allergy"
+                reaction_from = (m.start, clause_bounds(text, m.start, m.end)[1])
             elif c.slot == "allergy":
                 continue  # a food or substance mentioned without an allergy is no fact
             c.status = ctx.status
             if duration and c.slot == "condition" and c.status == "active":
                 c.duration = duration.group(0).strip()
             out.setdefault((c.cui, c.status), c)
+        if any(c.slot == "allergy" for c in out.values()):  # "allergy" was the trigger word
+            out = {k: c for k, c in out.items() if c.cui not in HYPERSENSITIVITY_CUIS}
         return list(out.values())
 
     def _concept(self, m: Mention, lang: str) -> Concept | None:
