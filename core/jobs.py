@@ -15,7 +15,8 @@ class JobResult:
         job: the job's registry name, e.g. ``cache_eviction``.
         counts: what it did, e.g. ``{"expired": 3, "lru": 10, "remaining": 1000}`` (rows).
         ms: wall time of the run in milliseconds.
-        skipped: why nothing ran (disabled, lease held elsewhere), ``None`` when it ran.
+        skipped: why it did not run or finish (disabled, lease held elsewhere, failed: see
+            the log), ``None`` when it ran.
     """
 
     job: str

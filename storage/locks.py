@@ -48,11 +48,17 @@ class LockLost(RuntimeError):
 class LockBackend(Protocol):
     """Where leases live. ``acquire`` returns a handle or ``None`` when the name is taken."""
 
-    def acquire(self, name: str, ttl_s: float) -> Any | None: ...
+    def acquire(self, name: str, ttl_s: float) -> Any | None:
+        """Try once to take ``name`` for ``ttl_s`` seconds; a handle, or ``None`` if taken."""
 
-    def extend(self, handle: Any, ttl_s: float) -> bool: ...
+    def extend(self, handle: Any, ttl_s: float) -> bool:
+        """Reset the lease's expiry to now + ``ttl_s``; False when it is no longer ours."""
 
-    def release(self, handle: Any) -> None: ...
+    def release(self, handle: Any) -> None:
+        """Give the lease up if it is still ours (never raises for a lapsed one)."""
+
+    def holder(self, name: str) -> str | None:
+        """The token holding ``name`` now, or ``None``."""
 
 
 @dataclass
@@ -72,7 +78,8 @@ class Lease:
 
 class DbLockBackend:
     """Leases as rows of ``joblock`` (SQLite or Postgres): ``UPDATE`` of an expired row, or an
-    ``INSERT`` that does nothing on conflict. Times are this machine's epoch seconds."""
+    ``INSERT`` that does nothing on conflict. Times are each machine's epoch seconds, so the
+    workers' clocks must agree (NTP) to well within the TTL."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
