@@ -145,7 +145,8 @@ _INFO_EN = re.compile(r"^\s*can\s+(?:you|i|one)\b|\bis\s+it\s+(?:possible|safe)\
 _NOW_KO = re.compile(r"지금|방금|갑자기|현재|아까|계속|오늘|제가\s|저\s|저는|저도|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가")
 _NOW_EN = re.compile(r"\b(?:i'?m|i\s+am|i\s+have|i\s+can'?t|i\s+feel|my|right\s+now|just|he'?s|she'?s|he\s+is|she\s+is|is\s+having|currently|suddenly)\b", re.I)
 _PAST_KO = re.compile(r"\d+\s*(?:년|달|개월|주)\s*전|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있")
-_PAST_EN = re.compile(r"\b(?:years?\s+ago|last\s+(?:year|month)|months?\s+ago|in\s+the\s+past|when\s+i\s+was|history\s+of|used\s+to|once\s+had)\b", re.I)
+_PAST_EN = re.compile(r"\b(?:years?\s+ago|last\s+(?:year|month)|months?\s+ago|in\s+the\s+past|when\s+i\s+was|history\s+of"
+                      r"|used\s+to|once\s+had|as\s+a\s+(?:child|kid|teen(?:ager)?|baby)|growing\s+up|none\s+since|in\s+(?:19|20)\d\d)\b", re.I)
 _STILL = re.compile(r"지금|다시|또|여전히|계속|\bnow\b|\bagain\b|\bstill\b|\btoday\b|\bright now\b", re.I)
 _HYPOTHETICAL = re.compile(r"\bif\s+(?:someone|somebody|a\s+person|a\s+child|you|one)\b|\bwhat\s+(?:should|do)\s+"
                            r"(?:you|i|we)\s+do\s+if\b|(?:사람|누가|누군가)(?:을|이|가)?\s*(?:보면|있으면)", re.I)
