@@ -28,7 +28,7 @@ STATUSES = ("active", "negated", "uncertain", "family", "stopped", "topic")
 # and a change of subject ("…, and I have …").
 _BOUNDARY = re.compile(
     r"(?<!\d)[.!?;。\n]+(?!\d)|[.!?](?=\s)"
-    r"|(?<=[가-힣])(?:는데|은데|인데|던데|지만|으나|면서|니까)(?:요)?[,\s]"
+    r"|(?<=[가-힣])(?:는데|은데|인데|던데|지만|으나|면서|니까)(?:요)?[,\s]|(?<=[한린운])데(?:요)?[,\s]"
     r"|(?<=[없있이였았었했])고,?\s"
     r"|\b(?:but|however|although|though|whereas|except|yet)\b"
     r"|,?\s+and\s+(?=(?:i|i'm|i've|my)\b)|,\s*(?=(?:i|i'm|i've|my)\b)",
@@ -40,7 +40,13 @@ _RELATIVES_KO = (r"아버지|아버님|아빠|어머니|어머님|엄마|부모�
                  r"아들|딸|자녀|애들|아이|아기|가족|친척|삼촌|이모|고모|외삼촌|큰아버지|작은아버지|"
                  r"사촌|시어머니|시아버지|장인|장모|형제|자매|집안")
 _FAMILY_PRE_KO = re.compile(_WB + r"(?:" + _RELATIVES_KO + r")(?:께서|께서는|가|이|는|은|도|의|께|한테|분|에|에는|쪽)")
-_FAMILY_POST_KO = re.compile(r"가족력|집안\s*내력|유전(?:이|으로)")
+_FAMILY_POST_KO = re.compile(r"가족력|집안\s*내력|내력이|유전(?:이|으로)")
+# "당뇨 있는 남편이": the relative is the head noun the mention modifies.
+_FAMILY_HEAD_KO = re.compile(r"^\s*(?:이|가)?\s*(?:있는|있으신|앓는|앓고\s*있는|걸린|있으셨던)\s*(?:" + _RELATIVES_KO + r")")
+_FAMILY_BARE_KO = re.compile(_WB + r"(?:" + _RELATIVES_KO + r")(?=\s)")
+_SELF_RESET = re.compile(r"저는|제가|저도|저의|나는|내가|\bI\b|\bI'm\b|\bmy\s+(?!dad|father|mom|mum|mother|son|daughter|"
+                         r"kid|child|baby|husband|wife|brother|sister|grand|friend|partner)", re.I)
+_PRONOUN_EN = re.compile(r"\b(?:she|he|her|his|him)\b", re.I)
 _FAMILY_PRE_EN = re.compile(
     r"\b(?:father|dad|daddy|mother|mom|mum|mommy|parents?|brothers?|sisters?|siblings?|"
     r"grand(?:father|mother|ma|pa|parents?)|uncles?|aunts?|cousins?|sons?|daughters?|kids?|"
@@ -51,12 +57,14 @@ _FAMILY_POST_EN = re.compile(r"\bruns? in (?:my|the|our) family\b|\bfamily histo
 _STOP_POST_KO = re.compile(
     r"끊었|끊은|끊고|끊어|끊음|끊기로|중단|그만\s*(?:먹|뒀|두었|복용)|안\s*먹은\s*지|먹다가\s*(?:끊|말|그만)"
     r"|복용을?\s*(?:멈|중지)|더\s*(?:이상|는)\s*안\s*먹|(?:이제|이제는|지금은|요즘은)\s*안\s*먹|먹었었|복용했었"
-    r"|먹다가.{0,12}안\s*먹|다\s*먹고\s*끝|복용\s*(?:을\s*)?끝|끝났")
+    r"|먹다가.{0,12}안\s*먹|다\s*먹고\s*끝|복용\s*(?:을\s*)?끝|끝났|먹다가.{0,25}(?:넘어|바꿨|바꾸|변경)"
+    r"|때까지만\s*(?:먹|복용)|그\s*(?:뒤|후)(?:로는|론|로|에는)\s*안\s*먹")
 _STOP_PRE_KO = re.compile(r"예전에|전에는|과거에|옛날에|한때")
 _SWITCH_KO = re.compile(r"^\s*(?:에서|을|를)?\s*.{0,20}?(?:바꿨|바꾸었|바꿔|변경|교체)")
 _STOP_PRE_EN = re.compile(
     r"\b(?:stopped(?: taking)?|quit(?: taking)?|discontinued|came off|went off|used to (?:take|be on)"
     r"|no longer (?:take|taking|on)|(?:was|got) (?:taken|switched) off|switched (?:me )?from|was on|were on"
+    r"|(?:i'?m|been|got|went|came|am|is)\s+off(?:\s+of)?|took (?:myself|me|him|her) off|finished(?: the| my)?"
     r"|ran out of and stopped|off of)\b", re.I)
 _STOP_POST_EN = re.compile(r"\b(?:stopped|discontinued|anymore|any more|no more|in the past|finished)\b", re.I)
 
@@ -74,7 +82,7 @@ _UNC_PRE_EN = re.compile(
     r"not sure (?:if|whether)|concerned (?:about|that)|rule out|checked for|tested for)(?:\b|(?<=\s))", re.I)
 
 _NEG_POST_KO = re.compile(
-    r"없어|없습|없다|없고|없는데|없음|없었|없이|없네|없구|없는$|아니에|아니야|아니고|아니라|아닙|아니었|아녜"
+    r"없어|없습|없다|없고|없는데|없음|없었|없이|없네|없구|없는$|아니래|아니라고|아니에|아니야|아니고|아니라|아닙|아니었|아녜"
     r"|안\s*먹|안\s*해|안\s*했|안\s*받|않아|않았|않고|않습|않는|않음|적\s*(?:이|은|도)?\s*없|음성"
     r"|먹지\s*않|복용하지\s*않|해당\s*없|없다고")
 _NEG_PRE_KO = re.compile(r"(?:^|\s)(?:무|비)(?=\s)")  # rare: "무 알레르기"
@@ -82,17 +90,17 @@ _NEG_PRE_EN = re.compile(
     r"\b(?:no|not|denies|denied|deny|without|negative for|free of|no history of|no hx of|no signs? of"
     r"|don'?t have|do not have|doesn'?t have|does not have|didn'?t have|haven'?t had|have not had"
     r"|haven'?t got|never (?:had|took|taken|been on|been diagnosed with|smoked)|don'?t take|do not take"
-    r"|not taking|not on|never|none)\b", re.I)
-_NEG_POST_EN = re.compile(r"\b(?:ruled out|was negative|is negative|came back negative|denied|none)\b", re.I)
+    r"|not taking|not on|never|none|fine with|ok with|okay with|tolerate[sd]?)\b", re.I)
+_NEG_POST_EN = re.compile(r"\b(?:ruled out|was negative|is negative|came back negative|denied|none)\b|^-?\s*free\b", re.I)
 # Another noun marked as subject/topic between a Korean mention and a post trigger takes the
 # trigger ("당뇨약 먹은 후로 증상이 없어요": 증상 is absent, not the drug).
 _OTHER_SUBJECT_KO = re.compile(r"([가-힣]+)(?:이|가|은|는)\s")
 # "당뇨나 고혈압은 없어요": nouns coordinated with the mention share its trigger.
 _COORDINATED = re.compile(r"^\s*(?:(?:이나|나|과|와|랑|이랑|하고|및|,|이며)\s*[가-힣A-Za-z0-9]+\s*)+")
 # "진단받은", "먹는", "하지는": 은/는 after a verb stem is an adnominal ending, not a topic marker.
-_VERB_STEM_ENDS = set("받먹하있없되했았었않렸졌쓰맞지린운던")
+_VERB_STEM_ENDS = set("받먹하있없되했았었않렸졌쓰맞지린운던라다")
 _GENERIC_NOUNS = ("적", "증상", "증세", "것", "거", "건", "알레르기", "알러지", "부작용", "반응", "진단",
-                  "기운", "기", "느낌", "경험", "병력", "과거력")
+                  "기운", "기", "느낌", "경험", "병력", "과거력", "말", "얘기", "소리")
 
 _QUESTION_KO = re.compile(
     r"뭔가요|뭐예요|뭐에요|뭔지|뭐죠|뭐야|무엇|뭐가|뭘|무슨|어떤|어떻게|왜|언제|얼마|어느|알려\s*주|설명해"
@@ -161,7 +169,7 @@ def mention_context(text: str, start: int, end: int, lang: str, slot: str) -> Me
     pre, post = text[lo:start], text[end:hi]
     clause = text[lo:hi]
     allergy = _is_allergy(pre, post)
-    if _family(pre, post):
+    if _family(pre, post, text[_sentence_start(text, start):start], text[:start]):
         status = "family"
     elif (slot in ("medication", "allergy") or allergy) and _stopped(pre, post) and not allergy:
         status = "stopped"
@@ -169,7 +177,7 @@ def mention_context(text: str, start: int, end: int, lang: str, slot: str) -> Me
         status = "uncertain"
     elif _negated(pre, post):
         status = "negated"
-    elif not allergy and _topic(text[_sentence_start(text, start):hi], clause):
+    elif not allergy and _topic(text[_sentence_start(text, start):hi], clause, pre):
         status = "topic"
     else:
         status = "active"
@@ -186,16 +194,29 @@ def _sentence_start(text: str, start: int) -> int:
     return cut
 
 
-def _family(pre: str, post: str) -> bool:
-    if _FAMILY_PRE_KO.search(pre) or _FAMILY_POST_KO.search(post[:20]):
+def _family(pre: str, post: str, sentence_pre: str = "", text_pre: str = "") -> bool:
+    """A relative is the subject: in the clause, earlier in the sentence with no switch back to
+    the user, as the head noun (``당뇨 있는 남편``), or as he/she after a relative was named."""
+    if _FAMILY_PRE_KO.search(pre) or _FAMILY_POST_KO.search(post[:20]) or _FAMILY_HEAD_KO.search(post):
         return True
-    return bool(_FAMILY_PRE_EN.search(pre) or _FAMILY_POST_EN.search(post))
+    if _FAMILY_PRE_EN.search(pre) or _FAMILY_POST_EN.search(post):
+        return True
+    last = None
+    for last in (_FAMILY_PRE_KO.finditer(sentence_pre) if sentence_pre else ()):
+        pass
+    if last is None and sentence_pre:
+        last = next(iter(reversed(list(_FAMILY_BARE_KO.finditer(sentence_pre)))), None)
+    if last is not None and not _SELF_RESET.search(sentence_pre[last.end():]):
+        return True
+    return bool(_PRONOUN_EN.search(pre) and _FAMILY_PRE_EN.search(text_pre) and not _SELF_RESET.search(pre))
 
 
 def _stopped(pre: str, post: str) -> bool:
     if _STOP_POST_KO.search(post) or _STOP_PRE_KO.search(pre) or _SWITCH_KO.search(post):
         return not _SWITCH_TO_KO.match(post)
-    return bool(_STOP_PRE_EN.search(_after_termination(pre)) or _STOP_POST_EN.search(post))
+    if re.search(r"\b(?:switch\w*|chang\w*|mov\w*)\b.*\b(?:to|onto)\s*$", pre, re.I):
+        return False  # "switched me from lisinopril to losartan": losartan is the new drug
+    return bool(_STOP_PRE_EN.search(pre) or _STOP_POST_EN.search(post))
 
 
 _SWITCH_TO_KO = re.compile(r"^\s*(?:으로|로)\s")
@@ -236,7 +257,9 @@ def _after_termination(pre: str) -> str:
     return pre[cut:]
 
 
-def _topic(sentence: str, clause: str) -> bool:
+def _topic(sentence: str, clause: str, pre: str = "") -> bool:
+    if re.search(r"(?:\bmy|제|내)\s+$", pre, re.I):
+        return False  # "my sertraline": possessed, so the user's own
     if _ADVICE.search(clause):
         return True
     if _QUESTION_KO.search(clause) and not _SELF_KO.search(sentence):
