@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from core import prompts
+from core.compression import compress_for_state
 from core.context import assemble_messages, prompt_tokens, render_documents
 from core.llm.client import LLMError
 from core.llm.offline import compose_answer
@@ -38,12 +39,14 @@ def generate_answer(state: AgentState, svc: Services) -> dict[str, Any]:
     lang, flags, intent = state["lang"], state["flags"], state["intent"]
     sections, plan = state["sections"], state["plan"]
     docs = state.get("docs", []) if flags.include_evidence else []
-    doc_text, n_docs = render_documents(docs, plan["documents"], lang)
-    docs = docs[:n_docs]
+    comp = compress_for_state(state, svc, docs)
+    doc_text, n_docs = render_documents(comp.docs, plan["documents"], lang)
+    docs, quote_docs = docs[:n_docs], comp.quote_docs[:n_docs]
     order = [sections.get(k, "") for k in ("profile", "long_term", "dialogue")] + [doc_text]
     messages = assemble_messages(sections["system"], order, sections["question"])
     out: dict[str, Any] = {"prompt_tokens": prompt_tokens(messages), "sources": _sources(docs),
-                           "sections": {**sections, "documents": doc_text}}
+                           "sections": {**sections, "documents": doc_text},
+                           **comp.state_update(state.get("notes", [])), "llm_calls": comp.llm_calls}
     if intent["label"] in ("greeting", "acknowledgement") and svc.llm is None:
         table = prompts.GREETING if intent["label"] == "greeting" else prompts.ACK
         return {**out, "answer": table.get(lang, table["en"]), "generator": "template"}
@@ -52,14 +55,14 @@ def generate_answer(state: AgentState, svc: Services) -> dict[str, Any]:
             reply = svc.llm.complete(messages)
             answer = reply.text if intent["label"] in ("greeting", "acknowledgement") \
                 else _with_disclaimer(reply.text, lang)
-            return {**out, "answer": answer, "generator": "llm", "llm_calls": 1}
+            return {**out, "answer": answer, "generator": "llm", "llm_calls": comp.llm_calls + 1}
         except LLMError as exc:
             log.warning("LLM failed, answering offline: %s", exc)
-            out["notes"] = state.get("notes", []) + [f"LLM failed, offline answer: {exc}"]
+            out["notes"] = out.get("notes", state.get("notes", [])) + [f"LLM failed, offline answer: {exc}"]
     if state["mode"] == "llm":
         return {**out, "answer": _with_disclaimer(_NO_LLM_BASELINE.get(lang, _NO_LLM_BASELINE["en"]), lang),
                 "generator": "none", "sources": []}
     terms = set(tokenize(state["retrieval_query"]))
     profile_line = state.get("profile_summary", "") if sections.get("profile") else ""
-    answer = compose_answer(terms, lang, docs, profile_line)
+    answer = compose_answer(terms, lang, quote_docs, profile_line)
     return {**out, "answer": answer, "generator": "offline"}
