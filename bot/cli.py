@@ -151,7 +151,7 @@ def run() -> None:
     _setup_logging()
     from bot.runner import run_service
 
-    run_service()
+    raise typer.Exit(run_service())
 
 
 @app.command("index-default")

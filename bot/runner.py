@@ -1,18 +1,180 @@
-"""``medbot run``: start every configured channel in one process.
+"""``medbot run``: every configured channel in one process, one agent, one event loop.
 
-Today the console is the channel; Telegram and Slack adapters join here when configured.
+- Telegram when ``TELEGRAM_BOT_TOKEN`` is set: long polling, or webhook when
+  ``TELEGRAM_WEBHOOK_URL`` is set (served on ``PORT``, or ``TELEGRAM_WEBHOOK_PORT``).
+- Slack when ``SLACK_BOT_TOKEN`` is set with ``SLACK_APP_TOKEN`` (Socket Mode) or
+  ``SLACK_SIGNING_SECRET`` (HTTP Events API on ``PORT`` at ``SLACK_EVENTS_PATH``).
+- The console otherwise.
+
+SIGTERM / SIGINT stop the intake (polling stops, webhooks answer 503 so the platforms retry),
+wait up to ``SHUTDOWN_GRACE_S`` for every accepted message to be answered, then close.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import signal
 import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from adapters.console import ConsoleChannel
-from core.agent import Agent
+from aiohttp import web
+
+from config.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
 
 
-def run_service() -> None:
-    """Build the agent once and serve the console on stdin/stdout until end of input."""
-    agent = Agent()
-    print("medbot: console channel (no other channel configured).", file=sys.stderr)
-    ConsoleChannel(agent, user="local").run()
+class HttpServer:
+    """The process's one aiohttp server for webhooks (Telegram, Slack) and ``/healthz``.
+
+    Args:
+        host: interface to bind (``HTTP_HOST``).
+        port: port (``PORT``; 0 = an ephemeral port, see :attr:`port` after start).
+        extra_ports: more ports serving the same routes (``TELEGRAM_WEBHOOK_PORT``).
+    """
+
+    def __init__(self, host: str, port: int, extra_ports: tuple[int, ...] = ()) -> None:
+        self.host, self.port, self.extra_ports = host, port, extra_ports
+        self.app = web.Application()
+        self.app.router.add_get("/healthz", self._health)
+        self._runner: web.AppRunner | None = None
+        self.routes = 0
+
+    def add_post(self, path: str, handler: Callable[[Any, bytes], Awaitable[tuple[int, bytes, dict]]]) -> None:
+        """Route POSTs on ``path`` to ``handler(headers, body) -> (status, body, headers)``."""
+        async def route(request: web.Request) -> web.Response:
+            status, body, headers = await handler(request.headers, await request.read())
+            return web.Response(status=status, body=body, headers=headers)
+
+        self.app.router.add_post(path, route)
+        self.routes += 1
+
+    def add_telegram(self, channel) -> None:
+        """Serve a :class:`adapters.telegram.TelegramChannel`'s webhook."""
+        async def handler(headers, body):
+            return await channel.handle_webhook(headers, body), b"", {}
+
+        self.add_post(channel.webhook_path, handler)
+
+    async def start(self) -> None:
+        """Bind and serve; :attr:`port` becomes the bound port."""
+        self._runner = web.AppRunner(self.app, access_log=None)
+        await self._runner.setup()
+        ports = [self.port, *[p for p in self.extra_ports if p and p != self.port]]
+        for i, port in enumerate(ports):
+            site = web.TCPSite(self._runner, self.host, port)
+            await site.start()
+            if i == 0 and port == 0:
+                self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        log.info("http: listening on %s:%s", self.host, self.port)
+
+    async def stop(self) -> None:
+        """Stop serving."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _health(self, _request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+
+def configured_channels(settings: Settings) -> list[str]:
+    """Names of the channels ``settings`` configure (``telegram``, ``slack``)."""
+    out = []
+    if settings.telegram_bot_token:
+        out.append("telegram")
+    if settings.slack_bot_token and (settings.slack_app_token or settings.slack_signing_secret):
+        out.append("slack")
+    return out
+
+
+def build_channels(settings: Settings, frontdesk, http: HttpServer) -> list[Any]:
+    """The configured channel objects, their webhooks routed on ``http``."""
+    channels: list[Any] = []
+    if settings.telegram_bot_token:
+        from adapters.telegram import TelegramChannel
+
+        secret = settings.telegram_webhook_secret
+        tg = TelegramChannel(frontdesk, settings.telegram_bot_token.get_secret_value(),
+                             settings.telegram_api_url, settings.telegram_webhook_url,
+                             secret.get_secret_value() if secret else None)
+        if tg.webhook_url:
+            http.add_telegram(tg)
+        channels.append(tg)
+    if "slack" in configured_channels(settings):
+        from adapters.slack import SlackChannel
+
+        slack = SlackChannel.from_settings(frontdesk, settings)
+        if not slack.socket_mode:
+            http.add_post(settings.slack_events_path, slack.handle_http)
+        channels.append(slack)
+    return channels
+
+
+async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = None,
+                ready: Callable[[HttpServer], None] | None = None) -> bool:
+    """Run the configured channels until ``stop`` is set or SIGTERM / SIGINT arrives.
+
+    Args:
+        agent: the agent (built from ``settings`` when ``None``).
+        stop: an event that ends the service (tests); signals set it too.
+        ready: called with the HTTP server once everything listens.
+    Returns:
+        True when every accepted message was answered before closing.
+    """
+    from adapters.common import Frontdesk
+    from core.agent import Agent
+
+    agent = agent or Agent(settings)
+    stop = stop or asyncio.Event()
+    _on_signals(stop)
+    frontdesk = Frontdesk(agent, settings)
+    extra = (settings.telegram_webhook_port,) if settings.telegram_webhook_port else ()
+    http = HttpServer(settings.http_host, settings.http_port, extra)
+    channels = build_channels(settings, frontdesk, http)
+    if http.routes:
+        await http.start()
+    for ch in channels:
+        await ch.start()
+    log.info("medbot: serving %s", ", ".join(configured_channels(settings)))
+    if ready:
+        ready(http)
+    await stop.wait()
+    log.info("medbot: stopping; finishing %d queued turns", frontdesk.serializer.pending())
+    for ch in channels:
+        await ch.stop_intake()
+    finished = await frontdesk.close(settings.shutdown_grace_s)
+    for ch in channels:
+        await ch.stop()
+    await http.stop()
+    log.info("medbot: stopped (%s)", "all turns answered" if finished else "grace period ran out")
+    return finished
+
+
+def _on_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # not the main thread (tests), or Windows
+            pass
+
+
+def run_service(settings: Settings | None = None) -> int:
+    """``medbot run``: serve the configured channels, or the console when there is none.
+
+    Returns:
+        The process exit code (0; 1 when the grace period ran out with turns unfinished).
+    """
+    settings = settings or get_settings()
+    if not configured_channels(settings):
+        from adapters.console import ConsoleChannel
+        from core.agent import Agent
+
+        print("medbot: console channel (no other channel configured).", file=sys.stderr)
+        ConsoleChannel(Agent(settings), user="local").run()
+        return 0
+    print(f"medbot: starting {', '.join(configured_channels(settings))}", file=sys.stderr)
+    return 0 if asyncio.run(serve(settings)) else 1

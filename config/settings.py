@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from platformdirs import user_data_dir
 from pydantic import Field, SecretStr
@@ -66,10 +67,42 @@ class Settings(BaseSettings):
 
     flags: FeatureFlags = Field(default_factory=FeatureFlags, alias="FLAGS")
 
+    # channels (adapters/telegram, adapters/slack; `medbot run`): tokens only from the environment
+    telegram_bot_token: SecretStr | None = Field(None, alias="TELEGRAM_BOT_TOKEN")
+    telegram_api_url: str | None = Field(None, alias="TELEGRAM_API_URL")
+    telegram_webhook_url: str | None = Field(None, alias="TELEGRAM_WEBHOOK_URL")
+    telegram_webhook_port: int | None = Field(None, alias="TELEGRAM_WEBHOOK_PORT", ge=1, le=65535)
+    telegram_webhook_secret: SecretStr | None = Field(None, alias="TELEGRAM_WEBHOOK_SECRET")
+    telegram_default_role: str = Field("patient", alias="TELEGRAM_DEFAULT_ROLE",
+                                       pattern="^(patient|clinician)$")
+    slack_bot_token: SecretStr | None = Field(None, alias="SLACK_BOT_TOKEN")
+    slack_app_token: SecretStr | None = Field(None, alias="SLACK_APP_TOKEN")
+    slack_signing_secret: SecretStr | None = Field(None, alias="SLACK_SIGNING_SECRET")
+    slack_api_url: str | None = Field(None, alias="SLACK_API_URL")
+    slack_events_path: str = Field("/slack/events", alias="SLACK_EVENTS_PATH")
+    slack_default_role: str = Field("clinician", alias="SLACK_DEFAULT_ROLE",
+                                    pattern="^(patient|clinician)$")
+    # {"T01": "patient", "T01:C02": "clinician"}: per workspace, then per channel; never admin
+    slack_role_map: dict[str, Literal["patient", "clinician"]] = Field(default_factory=dict,
+                                                                        alias="SLACK_ROLE_MAP")
+    http_host: str = Field("0.0.0.0", alias="HTTP_HOST")
+    http_port: int = Field(8080, alias="PORT", ge=0, le=65535)
+    admin_ids: str = Field("", alias="ADMIN_IDS")
+    rate_limit_messages: int = Field(10, alias="RATE_LIMIT_MESSAGES", ge=0)
+    rate_limit_window_s: float = Field(60.0, alias="RATE_LIMIT_WINDOW_S", gt=0)
+    max_concurrent_turns: int = Field(8, alias="MAX_CONCURRENT_TURNS", ge=1)
+    shutdown_grace_s: float = Field(60.0, alias="SHUTDOWN_GRACE_S", gt=0)
+
     @property
     def llm_configured(self) -> bool:
         """True when an OpenAI-compatible chat endpoint is configured (key or base URL + model)."""
         return bool(self.llm_model and (self.openai_api_key or self.openai_base_url))
+
+    @property
+    def admin_id_set(self) -> frozenset[str]:
+        """``ADMIN_IDS`` (comma- or space-separated channel-scoped ids such as ``telegram:42``,
+        ``slack:T01:U02``) as a set; empty means nobody is an admin in the channels."""
+        return frozenset(x for x in self.admin_ids.replace(",", " ").split() if x)
 
     @property
     def resolved_database_url(self) -> str:

@@ -22,6 +22,11 @@ class InboundMessage(BaseModel):
         role: patient, clinician or admin (adapters map their platforms' users to roles).
         flags: per-request feature-flag overrides (SPEC.md §10).
         mode: ``ai_agent`` (full pipeline) or ``llm`` (plain-LLM baseline, SPEC.md §4).
+        command: a channel command translated by the adapter (``start``, ``help``, ``profile``,
+            ``forget``, ``admin``), ``None`` for an ordinary message.
+        args: the command's arguments (e.g. ``["profile", "telegram:42"]`` for ``/admin``).
+        message_id: the platform's id of the message (Telegram message id, Slack event id),
+            for logs and de-duplication; not used by the agent.
     """
 
     channel: str = "console"
@@ -32,6 +37,9 @@ class InboundMessage(BaseModel):
     role: Role = "patient"
     flags: dict[str, Any] = Field(default_factory=dict)
     mode: Literal["ai_agent", "llm"] = "ai_agent"
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    message_id: str | None = None
 
     @property
     def session(self) -> str:
@@ -51,10 +59,17 @@ class Source(BaseModel):
 
 
 class OutboundMessage(BaseModel):
-    """The core's reply: text to show, its sources, optional buttons, and the turn trace."""
+    """The core's reply: text to show, its sources, optional buttons, and the turn trace.
+
+    ``text`` may hold light Markdown (``**bold**``, ``[title](url)``, ``- `` bullets); each
+    adapter renders it in its platform's form (Telegram HTML, Slack mrkdwn). ``kind`` tells
+    adapters what the reply is: ``answer`` (a turn of the agent), ``command`` (a reply to a
+    command), ``notice`` (rate limit, refusal, error).
+    """
 
     text: str
     sources: list[Source] = Field(default_factory=list)
     buttons: list[str] = Field(default_factory=list)
     lang: str = "en"
     trace: dict[str, Any] = Field(default_factory=dict)
+    kind: Literal["answer", "command", "notice"] = "answer"

@@ -1,0 +1,305 @@
+"""What every messaging channel shares: the front desk between a channel and the agent, and
+message formatting (splitting at a platform's limit, light Markdown to Telegram HTML / Slack
+mrkdwn).
+
+The adapters only translate platform updates into :class:`core.messages.InboundMessage` and
+:class:`core.messages.OutboundMessage` back into platform calls; :class:`Frontdesk` does the
+rest in one place for both: rate limit, per-session order, commands (``start``, ``help``,
+``profile``, ``forget``, ``admin``), the agent turn off the event loop, per-turn metrics, and
+the graceful drain at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import logging
+import math
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from core.admin import AdminService, record_turn_metrics
+from core.erasure import erase_user, subject_hash
+from core.memory.view import profile_view
+from core.messages import InboundMessage, OutboundMessage
+from core.ordering import RateDecision, SessionSerializer, make_rate_limiter
+from storage.redis import get_redis
+from storage.repositories import Repository
+
+log = logging.getLogger(__name__)
+
+Deliver = Callable[[OutboundMessage], Awaitable[None]]
+Typing = Callable[[], contextlib.AbstractAsyncContextManager]
+
+TEXTS: dict[str, dict[str, str]] = {
+    "help": {
+        "ko": "안녕하세요! 건강 질문에 근거 자료와 함께 답해 드리는 의료 정보 도우미예요. 나이, 질환, 복용 약, "
+              "혈압·혈당 수치를 알려 주시면 기억해 두었다가 맞춤형으로 설명해 드려요.\n\n"
+              "- /profile: 제가 기억하는 내용 보기\n- /forget: 저장된 내 정보 모두 삭제\n- /help: 이 안내\n\n"
+              "※ 진료를 대신하지 않아요. 응급 증상이 있으면 즉시 {emergency}에 연락하세요.",
+        "en": "Hello! I answer health questions with cited sources. Tell me your age, conditions, "
+              "medications, blood pressure or glucose readings and I will remember them.\n\n"
+              "- /profile: what I remember about you\n- /forget: erase everything stored about you\n"
+              "- /help: this message\n\n"
+              "Note: I do not replace a clinician. For emergency symptoms call {emergency} now."},
+    "forgotten": {"ko": "저장된 회원님의 모든 정보(대화, 프로필, 기억)를 삭제했어요.",
+                  "en": "Everything stored about you (messages, profile, memory) has been erased."},
+    "nothing": {"ko": "아직 기억하고 있는 정보가 없어요.", "en": "I do not remember anything about you yet."},
+    "rate": {"ko": "메시지를 너무 빠르게 보내고 계세요. {s}초 후에 다시 보내 주세요. 그동안 보낸 메시지는 "
+                   "처리되지 않아요.",
+             "en": "You are sending messages faster than I can answer. Please wait {s} seconds and "
+                   "send again; messages sent until then are not processed."},
+    "failed": {"ko": "죄송해요. 요청을 처리하는 중에 문제가 생겼어요. 잠시 후 다시 시도해 주세요.",
+               "en": "Sorry, something went wrong while handling that. Please try again in a moment."},
+    "closing": {"ko": "서비스가 재시작 중이에요. 잠시 후 다시 보내 주세요.",
+                "en": "The service is restarting. Please send your message again in a moment."},
+    "profile_head": {"ko": "제가 기억하는 내용이에요 (대화 {n}회):", "en": "What I remember ({n} messages):"},
+    "sources": {"ko": "출처", "en": "Sources"},
+}
+
+
+def lang_of(msg: InboundMessage) -> str:
+    """``ko`` or ``en`` for command replies: the message's locale, else ``en``."""
+    loc = (msg.locale or "").lower()
+    return "ko" if loc.startswith("ko") else "en"
+
+
+class Frontdesk:
+    """Between the channels and the agent.
+
+    Args:
+        agent: :class:`core.agent.Agent` (anything with ``ahandle``, ``settings``, ``services``).
+        settings: defaults to ``agent.settings``.
+        redis: a ``redis.Redis`` client; default from ``REDIS_URL`` (``None`` = in-process).
+    """
+
+    def __init__(self, agent, settings=None, redis: Any = "default") -> None:
+        self.agent = agent
+        self.settings = settings or agent.settings
+        self.redis = get_redis(self.settings) if redis == "default" else redis
+        self.engine = agent.services.repo.engine
+        self.limiter = make_rate_limiter(self.settings, self.redis)
+        self.serializer = SessionSerializer(self.redis)
+        self.admin = AdminService(self.engine, self.settings, self.redis, agent.services.cache,
+                                  self.limiter)
+        self.accepting = True
+        self._turn_slots: asyncio.Semaphore | None = None
+        self._background: set[asyncio.Future] = set()
+
+    async def _drain(self) -> None:
+        while self.serializer.pending() or self._background:
+            await self.serializer.drain()
+            if self._background:
+                await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    async def submit(self, msg: InboundMessage, deliver: Deliver,
+                     typing: Typing | None = None) -> asyncio.Future | None:
+        """Accept one message: its place in the session's order is taken now, the rate limit
+        is checked at once, and the reply goes to ``deliver`` when its turn is done.
+
+        Args:
+            msg: the translated message.
+            deliver: sends a reply to the platform (called once per reply).
+            typing: an async context manager factory showing "typing" while the agent works.
+        Returns:
+            A future done when the reply was delivered (or refused), or ``None`` when the
+            service is shutting down (the user is told to resend).
+        """
+        if not self.accepting:
+            await _safe_deliver(deliver, _notice("closing", lang_of(msg)))
+            return None
+        decision = asyncio.ensure_future(self.limiter.hit(msg.user_id))
+        notice = asyncio.ensure_future(self._notify_if_limited(msg, deliver, decision))
+        self._background.add(notice)
+        notice.add_done_callback(self._background.discard)
+        return self.serializer.submit(msg.session, lambda: self._job(msg, deliver, typing, decision))
+
+    async def close(self, timeout: float | None = None) -> bool:
+        """Stop accepting and wait for every accepted message to be answered.
+
+        Returns:
+            True when everything finished within ``timeout`` seconds (``None`` = no limit).
+        """
+        self.accepting = False
+        try:
+            await asyncio.wait_for(self._drain(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            log.warning("shutdown: %d jobs still running after %s s", self.serializer.pending(), timeout)
+            return False
+
+    async def respond(self, msg: InboundMessage, typing: Typing | None = None) -> OutboundMessage:
+        """The reply to one message (a command's or the agent's), without order or limits."""
+        lang = lang_of(msg)
+        if msg.command in ("start", "help"):
+            text = TEXTS["help"][lang].format(emergency=self.settings.emergency_number)
+            return OutboundMessage(text=text, lang=lang, kind="command")
+        if msg.command == "profile":
+            return await asyncio.to_thread(self._own_profile, msg.user_id, lang)
+        if msg.command == "forget":
+            await asyncio.to_thread(self.forget, msg.user_id, msg.channel)
+            return OutboundMessage(text=TEXTS["forgotten"][lang], lang=lang, kind="command")
+        if msg.command == "admin":
+            res = await asyncio.to_thread(self.admin.command, msg.user_id, msg.args, msg.channel, lang)
+            return OutboundMessage(text=res.text, lang=lang, kind="command" if res.ok else "notice")
+        return await self._turn(msg, typing)
+
+    def forget(self, user_id: str, channel: str = "") -> None:
+        """Erase everything of ``user_id`` at their own request (audited with a hashed actor)."""
+        erase_user(self.engine, user_id, actor=subject_hash(user_id), action="forget",
+                   channel=channel, redis=self.redis, cache=self.agent.services.cache,
+                   limiter=self.limiter)
+
+    async def _notify_if_limited(self, msg: InboundMessage, deliver: Deliver,
+                                 decision: asyncio.Future) -> None:
+        try:
+            verdict: RateDecision = await decision
+        except Exception:
+            return  # _job logs it and serves the message
+        if not verdict.allowed and verdict.notify:  # told at once, not behind the queue
+            secs = max(1, math.ceil(verdict.retry_after_s))
+            await _safe_deliver(deliver, _notice("rate", lang_of(msg), s=secs))
+
+    async def _job(self, msg: InboundMessage, deliver: Deliver, typing: Typing | None,
+                   decision: asyncio.Future) -> None:
+        try:
+            verdict: RateDecision = await decision
+        except Exception:  # the limiter's store is down: serve rather than drop the message
+            log.exception("rate limiter failed for %s", msg.user_id)
+            verdict = RateDecision(True)
+        if not verdict.allowed:
+            return
+        try:
+            reply = await self.respond(msg, typing)
+        except Exception:
+            log.exception("message of %s failed", msg.user_id)
+            reply = _notice("failed", lang_of(msg))
+        await _safe_deliver(deliver, reply)
+
+    async def _turn(self, msg: InboundMessage, typing: Typing | None) -> OutboundMessage:
+        if self._turn_slots is None:
+            self._turn_slots = asyncio.Semaphore(self.settings.max_concurrent_turns)
+        t0 = time.perf_counter()
+        async with self._turn_slots:
+            async with (typing() if typing else contextlib.nullcontext()):
+                reply = await self.agent.ahandle(msg)
+        ms = (time.perf_counter() - t0) * 1000
+        reply.trace["channel_ms"] = round(ms, 2)
+        try:
+            await asyncio.to_thread(record_turn_metrics, self.engine, reply.trace.get("turn_id"),
+                                    ms, int(reply.trace.get("llm_calls") or 0), msg.channel)
+        except Exception:
+            log.exception("could not record metrics of turn %s", reply.trace.get("turn_id"))
+        return reply
+
+    def _own_profile(self, user_id: str, lang: str) -> OutboundMessage:
+        view = profile_view(Repository(self.engine), user_id, lang)
+        if not view["turns"] and not view["facts"]:
+            return OutboundMessage(text=TEXTS["nothing"][lang], lang=lang, kind="command")
+        lines = [TEXTS["profile_head"][lang].format(n=view["turns"]), "", view["summary"] or "-"]
+        for f in view["facts"]:
+            if f["status"] == "active":
+                value = f"{f.get('value', '')}" + (f"/{f['value2']}" if "value2" in f else "")
+                name = f.get("name_ko") if lang == "ko" and f.get("name_ko") else f["name"]
+                lines.append(f"- {name} {value} {f.get('unit', '')}".rstrip())
+        return OutboundMessage(text="\n".join(lines), lang=lang, kind="command")
+
+
+def _notice(key: str, lang: str, **kw: Any) -> OutboundMessage:
+    return OutboundMessage(text=TEXTS[key][lang].format(**kw), lang=lang, kind="notice")
+
+
+async def _safe_deliver(deliver: Deliver, reply: OutboundMessage) -> None:
+    try:
+        await deliver(reply)
+    except Exception:
+        log.exception("could not deliver a reply")
+
+
+# -- formatting ------------------------------------------------------------------------------
+_BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
+_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
+_CODE = re.compile(r"`([^`\n]+)`")
+_SEPARATORS = ("\n\n", "\n", ". ", "? ", "! ", "。", "다. ", "; ", ", ", " ")
+
+
+def compose(reply: OutboundMessage) -> str:
+    """The reply as light Markdown: its text, then the numbered sources with links."""
+    if not reply.sources:
+        return reply.text
+    head = TEXTS["sources"]["ko" if reply.lang == "ko" else "en"]
+    lines = [reply.text, "", f"**{head}**"]
+    for s in reply.sources:
+        title = s.title.replace("[", "(").replace("]", ")")
+        label = f"[{title}]({s.url})" if s.url.startswith(("http://", "https://")) else title
+        lines.append(f"[{s.n}] {label}" + (f" — {s.source}" if s.source else ""))
+    return "\n".join(lines)
+
+
+def to_telegram_html(text: str) -> str:
+    """Light Markdown to Telegram's HTML parse mode (``**b**``, ``[t](url)``, `` `c` ``);
+    everything else is escaped."""
+    out = html.escape(text, quote=False)
+    out = _LINK.sub(lambda m: f'<a href="{m.group(2).replace(chr(34), "%22")}">{m.group(1)}</a>', out)
+    out = _BOLD.sub(r"<b>\1</b>", out)
+    return _CODE.sub(r"<code>\1</code>", out)
+
+
+def to_slack_mrkdwn(text: str) -> str:
+    """Light Markdown to Slack mrkdwn (``*b*``, ``<url|t>``, `` `c` ``); ``& < >`` escaped as
+    Slack requires."""
+    out = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    out = _LINK.sub(lambda m: f"<{m.group(2)}|{m.group(1).replace('|', '/')}>", out)
+    return _BOLD.sub(r"*\1*", out)
+
+
+def split_text(text: str, limit: int, measure: Callable[[str], int] = len) -> list[str]:
+    """Split ``text`` into pieces with ``measure(piece) <= limit``, never inside a Markdown
+    span (bold, link, code) when avoidable, preferring paragraph, line, sentence, then word
+    boundaries.
+
+    Args:
+        limit: the platform's limit (e.g. 4096 for Telegram) in ``measure`` units.
+        measure: length of a piece as the platform counts it (e.g. of its rendered HTML).
+    Returns:
+        Non-empty pieces whose concatenation (with the whitespace at the cuts) is ``text``.
+    """
+    pieces, rest = [], text.strip()
+    while rest:
+        if measure(rest) <= limit:
+            pieces.append(rest)
+            break
+        cut = _cut_point(rest, limit, measure)
+        head = rest[:cut].rstrip()
+        if head:
+            pieces.append(head)
+        rest = rest[cut:].lstrip()
+    return pieces
+
+
+def _cut_point(text: str, limit: int, measure: Callable[[str], int]) -> int:
+    lo, hi = 1, len(text)  # the longest prefix that fits, by bisection (measure is monotone)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if measure(text[:mid]) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    fit = lo
+    spans = [m.span() for rx in (_LINK, _BOLD, _CODE) for m in rx.finditer(text)]
+    inside = lambda cut: any(a < cut < b for a, b in spans)  # noqa: E731
+    for min_share in (0.5, 0.0):
+        for sep in _SEPARATORS:
+            pos = text.rfind(sep, 0, fit)
+            while pos > 0:
+                cut = pos + len(sep)
+                if cut < fit * min_share:
+                    break
+                if not inside(cut):
+                    return cut
+                pos = text.rfind(sep, 0, pos)
+    starts = [a for a, b in spans if a < fit < b and a > 0]
+    return min(starts) if starts else fit

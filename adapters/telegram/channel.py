@@ -1,0 +1,237 @@
+"""The Telegram channel on python-telegram-bot 22: long polling or webhook.
+
+Translation only: a Telegram update becomes an :class:`InboundMessage` (user
+``telegram:<user id>``, session ``telegram:chat:<chat id>`` for a private or group chat, role
+from configuration), the reply goes back as HTML split at Telegram's 4,096-character limit
+(:func:`adapters.common.split_text` measures the rendered HTML, so tags are never cut), with
+the typing action while the turn runs and ``RetryAfter`` (HTTP 429) waited out. In groups the
+bot answers only when mentioned (``@bot``), replied to, or given a command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlparse
+
+from telegram import MessageEntity, Update
+from telegram.constants import ChatAction, ChatType, ParseMode
+from telegram.error import BadRequest, RetryAfter, TelegramError, TimedOut
+from telegram.ext import Application, CommandHandler, ContextTypes, MessageHandler, filters
+
+from adapters.common import Frontdesk, compose, split_text, to_telegram_html
+from core.messages import InboundMessage, OutboundMessage
+
+log = logging.getLogger(__name__)
+
+MESSAGE_LIMIT = 4096
+COMMANDS = ("start", "help", "profile", "forget", "admin")
+TYPING_EVERY_S = 4.0  # Telegram shows "typing" for about 5 s per action
+_MAX_SEND_ATTEMPTS = 5
+
+
+def user_id_of(telegram_user_id: int) -> str:
+    """The channel-scoped user id: ``telegram:<id>``."""
+    return f"telegram:{telegram_user_id}"
+
+
+def session_id_of(chat_id: int) -> str:
+    """The session of a private or group chat: ``telegram:chat:<chat id>``."""
+    return f"telegram:chat:{chat_id}"
+
+
+class TelegramChannel:
+    """One bot on one token.
+
+    Args:
+        frontdesk: the shared :class:`adapters.common.Frontdesk`.
+        token: the bot token.
+        base_url: Bot API base (``https://api.telegram.org/bot`` by default; a test server).
+        webhook_url: public HTTPS URL for webhook mode; ``None`` = long polling.
+        webhook_secret: the ``X-Telegram-Bot-Api-Secret-Token`` Telegram must send (derived
+            from the token when not given).
+        poll_timeout_s: long-poll timeout of ``getUpdates``.
+    """
+
+    def __init__(self, frontdesk: Frontdesk, token: str, base_url: str | None = None,
+                 webhook_url: str | None = None, webhook_secret: str | None = None,
+                 poll_timeout_s: float = 10.0) -> None:
+        self.frontdesk = frontdesk
+        self.settings = frontdesk.settings
+        self.webhook_url = webhook_url
+        self.webhook_secret = webhook_secret or hashlib.sha256(token.encode()).hexdigest()[:32]
+        self.poll_timeout_s = poll_timeout_s
+        builder = Application.builder().token(token)
+        if base_url:
+            builder = builder.base_url(base_url).base_file_url(base_url.replace("/bot", "/file/bot"))
+        if webhook_url:
+            builder = builder.updater(None)
+        self.app: Application = builder.build()
+        self.app.add_handler(CommandHandler(list(COMMANDS), self._on_update))
+        self.app.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, self._on_update))
+        self.username = ""
+        self.bot_id = 0
+
+    @property
+    def webhook_path(self) -> str:
+        """The HTTP path the webhook listens on (the path of ``webhook_url``)."""
+        return urlparse(self.webhook_url or "").path or "/telegram"
+
+    async def start(self) -> None:
+        """Connect (``getMe``), start processing, then poll or register the webhook."""
+        await self.app.initialize()
+        self.username, self.bot_id = self.app.bot.username or "", self.app.bot.id
+        await self.app.start()
+        if self.webhook_url:
+            await self.app.bot.set_webhook(self.webhook_url, secret_token=self.webhook_secret,
+                                           allowed_updates=["message"])
+        else:
+            await self.app.bot.delete_webhook()
+            await self.app.updater.start_polling(  # type: ignore[union-attr]
+                poll_interval=0.0, timeout=timedelta(seconds=self.poll_timeout_s),
+                allowed_updates=["message"])
+        log.info("telegram: @%s (%s)", self.username, "webhook" if self.webhook_url else "polling")
+
+    async def stop_intake(self) -> None:
+        """Stop taking new updates (polling stops; the webhook route refuses with 503)."""
+        if self.app.updater is not None and self.app.updater.running:
+            await self.app.updater.stop()
+
+    async def stop(self) -> None:
+        """Stop processing and close the connection (call after the front desk drained)."""
+        if self.app.running:
+            await self.app.stop()
+        await self.app.shutdown()
+
+    async def handle_webhook(self, headers: Any, body: bytes) -> int:
+        """Process one webhook POST; returns the HTTP status (403 on a wrong secret, 400 on
+        a malformed body, 503 while shutting down)."""
+        if headers.get("X-Telegram-Bot-Api-Secret-Token") != self.webhook_secret:
+            return 403
+        if not self.frontdesk.accepting:
+            return 503  # Telegram retries later; nothing is lost
+        try:
+            import json
+
+            update = Update.de_json(json.loads(body), self.app.bot)
+        except (ValueError, TypeError, KeyError):
+            return 400
+        await self.app.update_queue.put(update)
+        return 200
+
+    # -- inbound ---------------------------------------------------------------------------
+    def to_inbound(self, update: Update) -> InboundMessage | None:
+        """Translate an update, or ``None`` when the bot should stay silent (a group message
+        that does not address it, no text)."""
+        msg, user, chat = update.effective_message, update.effective_user, update.effective_chat
+        if msg is None or user is None or chat is None or not msg.text or user.is_bot:
+            return None
+        text, command, args = msg.text, None, []
+        if text.startswith("/"):
+            head, *args = text.split()
+            command = head[1:].split("@", 1)[0].lower()
+            if command not in COMMANDS:
+                return None
+        elif chat.type != ChatType.PRIVATE:
+            if not self._addressed(msg):
+                return None
+            text = self._strip_mention(msg)
+        uid = user_id_of(user.id)
+        role = "admin" if uid in self.settings.admin_id_set else self.settings.telegram_default_role
+        return InboundMessage(channel="telegram", user_id=uid, session_id=session_id_of(chat.id),
+                              text=text, locale=user.language_code, role=role, command=command,
+                              args=args, message_id=str(msg.message_id))
+
+    def _addressed(self, msg) -> bool:
+        reply = msg.reply_to_message
+        if reply is not None and reply.from_user is not None and reply.from_user.id == self.bot_id:
+            return True
+        for ent, value in msg.parse_entities([MessageEntity.MENTION, MessageEntity.TEXT_MENTION]).items():
+            if ent.type == MessageEntity.MENTION and value.lower() == f"@{self.username}".lower():
+                return True
+            if ent.type == MessageEntity.TEXT_MENTION and ent.user and ent.user.id == self.bot_id:
+                return True
+        return False
+
+    def _strip_mention(self, msg) -> str:
+        text = msg.text
+        for ent, value in msg.parse_entities([MessageEntity.MENTION]).items():
+            if value.lower() == f"@{self.username}".lower():
+                text = text.replace(value, " ")
+        return " ".join(text.split()) or msg.text
+
+    async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        inbound = self.to_inbound(update)
+        if inbound is None:
+            return
+        chat_id = update.effective_chat.id  # type: ignore[union-attr]
+        reply_to = update.effective_message.message_id \
+            if update.effective_chat.type != ChatType.PRIVATE else None  # type: ignore[union-attr]
+
+        async def deliver(reply: OutboundMessage) -> None:
+            await self.send_reply(chat_id, reply, reply_to)
+
+        await self.frontdesk.submit(inbound, deliver, lambda: self.typing(chat_id))
+
+    # -- outbound --------------------------------------------------------------------------
+    async def send_reply(self, chat_id: int, reply: OutboundMessage, reply_to: int | None = None) -> int:
+        """Send a reply as HTML pieces of at most 4,096 characters; returns pieces sent."""
+        pieces = split_text(compose(reply), MESSAGE_LIMIT, lambda s: len(to_telegram_html(s)))
+        for i, piece in enumerate(pieces):
+            await self._send(chat_id, piece, reply_to if i == 0 else None)
+        return len(pieces)
+
+    async def _send(self, chat_id: int, piece: str, reply_to: int | None) -> None:
+        html_text, mode = to_telegram_html(piece), ParseMode.HTML
+        for attempt in range(1, _MAX_SEND_ATTEMPTS + 1):
+            try:
+                await self.app.bot.send_message(chat_id, html_text, parse_mode=mode,
+                                                reply_to_message_id=reply_to,
+                                                disable_web_page_preview=True)
+                return
+            except RetryAfter as exc:
+                wait = retry_seconds(exc)
+                log.warning("telegram 429: waiting %.1f s (attempt %d)", wait, attempt)
+                await asyncio.sleep(wait)
+            except TimedOut:
+                log.warning("telegram send timed out (attempt %d)", attempt)
+            except BadRequest as exc:
+                if mode is None:
+                    raise
+                log.warning("telegram refused the HTML (%s): sending plain text", exc)
+                html_text, mode = piece, None
+        raise TelegramError(f"message to {chat_id} not sent after {_MAX_SEND_ATTEMPTS} attempts")
+
+    @contextlib.asynccontextmanager
+    async def typing(self, chat_id: int) -> AsyncIterator[None]:
+        """Show "typing…" in ``chat_id`` until the block ends (renewed every 4 s)."""
+        done = asyncio.Event()
+
+        async def keep_typing() -> None:
+            while not done.is_set():
+                try:
+                    await self.app.bot.send_chat_action(chat_id, ChatAction.TYPING)
+                except TelegramError as exc:
+                    log.debug("typing action failed: %s", exc)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(done.wait(), TYPING_EVERY_S)
+
+        task = asyncio.create_task(keep_typing())
+        try:
+            yield
+        finally:
+            done.set()
+            await task
+
+
+def retry_seconds(exc: RetryAfter) -> float:
+    """Seconds to wait from a ``RetryAfter`` (PTB 22 gives an int or a timedelta)."""
+    value = getattr(exc, "_retry_after", None)
+    if value is None:
+        value = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)

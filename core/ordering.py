@@ -1,0 +1,239 @@
+"""Order and fairness for the channels (issue 5): per-session FIFO, per-user rate limit.
+
+- :class:`SessionSerializer` runs the jobs of one session one at a time in the order they were
+  submitted, and jobs of different sessions concurrently (asyncio tasks; the agent's blocking
+  work runs in threads). With Redis, each job also holds a per-session Redis lock, so two
+  processes serving the same session never run its turns at the same time.
+- :func:`make_rate_limiter` gives a per-user limit of ``RATE_LIMIT_MESSAGES`` per
+  ``RATE_LIMIT_WINDOW_S`` seconds: in Redis when ``REDIS_URL`` is set (shared by every
+  process), in-process otherwise. ``RATE_LIMIT_MESSAGES=0`` turns it off.
+
+Every Redis key that belongs to a user starts with :func:`user_key_prefix` so that erasure
+(:mod:`core.erasure`) finds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+KEY_ROOT = "medbot"
+
+
+def user_key_prefix(user_id: str) -> str:
+    """The prefix of every Redis key of ``user_id``: ``medbot:u:{<user id>}:``."""
+    return f"{KEY_ROOT}:u:{{{user_id}}}:"
+
+
+def session_lock_key(session_id: str) -> str:
+    """The Redis lock key that serialises the turns of one session across processes."""
+    return f"{KEY_ROOT}:session:{{{session_id}}}:lock"
+
+
+# -- per-session order -----------------------------------------------------------------------
+Job = Callable[[], Awaitable[Any]]
+
+
+class SessionSerializer:
+    """FIFO per session, concurrency across sessions.
+
+    Args:
+        redis: a ``redis.Redis`` client for the cross-process session lock, or ``None``.
+        lock_ttl_s: seconds a crashed holder keeps a session's Redis lock.
+
+    Must be used from one asyncio event loop.
+    """
+
+    def __init__(self, redis: Any = None, lock_ttl_s: float = 300.0) -> None:
+        self.redis = redis
+        self.lock_ttl_s = lock_ttl_s
+        self._queues: dict[str, deque[tuple[Job, asyncio.Future]]] = {}
+        self._workers: dict[str, asyncio.Task] = {}
+
+    def submit(self, session_id: str, job: Job) -> asyncio.Future:
+        """Queue ``job`` (an async callable) behind the session's earlier jobs.
+
+        Returns:
+            A future with the job's result (or exception). Never blocks.
+        """
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._queues.setdefault(session_id, deque()).append((job, fut))
+        if session_id not in self._workers:
+            self._workers[session_id] = asyncio.create_task(self._work(session_id),
+                                                            name=f"session {session_id}")
+        return fut
+
+    def pending(self) -> int:
+        """Jobs queued or running, over all sessions."""
+        return sum(len(q) for q in self._queues.values()) + len(self._workers)
+
+    async def drain(self) -> None:
+        """Wait until every submitted job (and any it submits) has finished."""
+        while self._workers:
+            await asyncio.gather(*list(self._workers.values()), return_exceptions=True)
+
+    async def _work(self, session_id: str) -> None:
+        queue = self._queues[session_id]
+        try:
+            while queue:
+                job, fut = queue.popleft()
+                try:
+                    result = await self._run_locked(session_id, job)
+                except Exception as exc:  # the job's failure belongs to its future
+                    if not fut.done():
+                        fut.set_exception(exc)
+                else:
+                    if not fut.done():
+                        fut.set_result(result)
+        finally:
+            self._workers.pop(session_id, None)
+            if not queue:
+                self._queues.pop(session_id, None)
+
+    async def _run_locked(self, session_id: str, job: Job) -> Any:
+        if self.redis is None:
+            return await job()
+        lock = self.redis.lock(session_lock_key(session_id), timeout=self.lock_ttl_s,
+                               blocking_timeout=self.lock_ttl_s, thread_local=False)
+        acquired = await asyncio.to_thread(lock.acquire)
+        if not acquired:
+            log.warning("session lock of %s not acquired in %.0f s; running anyway",
+                        session_id, self.lock_ttl_s)
+        try:
+            return await job()
+        finally:
+            if acquired:
+                await asyncio.to_thread(_release_quietly, lock)
+
+
+def _release_quietly(lock: Any) -> None:
+    try:
+        lock.release()
+    except Exception:  # expired meanwhile: nothing to release
+        log.warning("session lock %s had expired", lock.name)
+
+
+# -- per-user rate limit ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class RateDecision:
+    """The rate limiter's answer for one message.
+
+    Attributes:
+        allowed: process the message.
+        notify: refused, and the user has not been told yet in this window (tell them once).
+        retry_after_s: seconds until a message would be allowed again (0 when allowed).
+    """
+
+    allowed: bool
+    notify: bool = False
+    retry_after_s: float = 0.0
+
+
+class RateLimiter(Protocol):
+    """Counts a user's messages; see :func:`make_rate_limiter`."""
+
+    async def hit(self, user_id: str) -> RateDecision:
+        """Count one message of ``user_id`` and say whether it may be processed."""
+        ...
+
+    def forget(self, user_id: str) -> None:
+        """Drop what is kept about ``user_id`` (erasure)."""
+        ...
+
+
+class MemoryRateLimiter:
+    """Sliding-window limit in this process: at most ``limit`` messages in any ``window_s``.
+
+    Args:
+        limit: messages per window; 0 = unlimited.
+        window_s: window length in seconds.
+        clock: monotonic seconds (tests may pass their own).
+    """
+
+    def __init__(self, limit: int, window_s: float, clock: Callable[[], float] = time.monotonic):
+        self.limit, self.window_s, self.clock = limit, window_s, clock
+        self._hits: dict[str, deque[float]] = {}
+        self._noticed: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    async def hit(self, user_id: str) -> RateDecision:
+        """See :meth:`RateLimiter.hit`. Refused messages are not counted."""
+        if self.limit <= 0:
+            return RateDecision(True)
+        now = self.clock()
+        with self._lock:
+            hits = self._hits.setdefault(user_id, deque())
+            while hits and hits[0] <= now - self.window_s:
+                hits.popleft()
+            if len(hits) < self.limit:
+                hits.append(now)
+                return RateDecision(True)
+            retry = hits[0] + self.window_s - now
+            notify = self._noticed.get(user_id, -math.inf) <= now - self.window_s
+            if notify:
+                self._noticed[user_id] = now
+            return RateDecision(False, notify, max(retry, 0.0))
+
+    def forget(self, user_id: str) -> None:
+        """See :meth:`RateLimiter.forget`."""
+        with self._lock:
+            self._hits.pop(user_id, None)
+            self._noticed.pop(user_id, None)
+
+
+class RedisRateLimiter:
+    """Fixed-window limit shared by every process through Redis.
+
+    Keys: ``medbot:u:{<user>}:rl:<window number>`` (a counter, expires after two windows).
+
+    Args:
+        redis: a ``redis.Redis`` client.
+        limit: messages per window; 0 = unlimited.
+        window_s: window length in seconds.
+    """
+
+    def __init__(self, redis: Any, limit: int, window_s: float) -> None:
+        self.redis, self.limit, self.window_s = redis, limit, window_s
+
+    async def hit(self, user_id: str) -> RateDecision:
+        """See :meth:`RateLimiter.hit`.
+
+        Raises:
+            redis.exceptions.ConnectionError: Redis is unreachable.
+        """
+        if self.limit <= 0:
+            return RateDecision(True)
+        return await asyncio.to_thread(self._hit, user_id)
+
+    def _hit(self, user_id: str) -> RateDecision:
+        now = time.time()
+        window = int(now // self.window_s)
+        key = f"{user_key_prefix(user_id)}rl:{window}"
+        pipe = self.redis.pipeline()
+        pipe.incr(key)
+        pipe.expire(key, int(math.ceil(self.window_s * 2)))
+        count = int(pipe.execute()[0])
+        if count <= self.limit:
+            return RateDecision(True)
+        retry = (window + 1) * self.window_s - now
+        return RateDecision(False, notify=count == self.limit + 1, retry_after_s=max(retry, 0.0))
+
+    def forget(self, user_id: str) -> None:
+        """Nothing in-process; the user's keys go with :func:`core.erasure.erase_redis_keys`."""
+
+
+def make_rate_limiter(settings, redis: Any = None) -> RateLimiter:
+    """The limiter for ``settings`` (:class:`config.settings.Settings`): Redis-backed when a
+    client is given, in-process otherwise."""
+    if redis is not None:
+        return RedisRateLimiter(redis, settings.rate_limit_messages, settings.rate_limit_window_s)
+    return MemoryRateLimiter(settings.rate_limit_messages, settings.rate_limit_window_s)

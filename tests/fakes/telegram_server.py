@@ -1,0 +1,257 @@
+"""Fake Telegram Bot API server for tests (standard library only).
+
+A real HTTP server on 127.0.0.1 (ephemeral port, background thread) that python-telegram-bot
+talks to through ``Application.builder().base_url(server.base_url)``. It speaks the Bot API's
+JSON envelope (``{"ok": true, "result": ...}``) for the methods the adapter uses:
+
+- ``getMe``, ``getUpdates`` (long polling: held until an update arrives or ``timeout``),
+  ``sendMessage``, ``sendChatAction``, ``setWebhook``, ``deleteWebhook``, ``setMyCommands``;
+  any other method answers ``true``.
+
+Test helpers: :meth:`FakeTelegramServer.push_text` queues a user's message as an update (polling)
+or :meth:`deliver_webhook` POSTs it to the registered webhook like Telegram does;
+:meth:`fail_next` makes the next call of a method fail with HTTP 429 and ``retry_after``;
+:meth:`wait_for` blocks until the bot has sent what the test expects (no sleeps).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+from urllib.parse import parse_qs
+
+BOT_ID = 777000
+BOT_USERNAME = "medbot_test_bot"
+_RAW_FIELDS = {"text", "parse_mode", "url", "secret_token", "action", "chat_id"}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def _params(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length).decode("utf-8") if length else ""
+        if "json" in (self.headers.get("Content-Type") or ""):
+            return json.loads(raw or "{}")
+        out: dict[str, Any] = {}
+        for key, values in parse_qs(raw, keep_blank_values=True).items():
+            value = values[-1]
+            if key not in _RAW_FIELDS:
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    pass
+            out[key] = value
+        return out
+
+    def _dispatch(self) -> None:
+        fake: FakeTelegramServer = self.server.fake  # type: ignore[attr-defined]
+        parts = self.path.split("?", 1)[0].strip("/").split("/")
+        if len(parts) != 2 or not parts[0].startswith("bot"):
+            return self._send(404, {"ok": False, "error_code": 404, "description": "Not Found"})
+        method, params = parts[1], self._params()
+        status, payload = fake._call(method, params)
+        self._send(status, payload)
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up on a long poll (shutdown)
+
+
+class FakeTelegramServer:
+    """Context-managed fake Bot API on 127.0.0.1.
+
+    Attributes:
+        base_url: ``http://127.0.0.1:<port>/bot`` (PTB appends the token).
+        calls: every call as ``{"method", "params", "at"}`` (``at``: ``time.monotonic()``).
+        webhook: ``{"url", "secret_token"}`` once ``setWebhook`` was called.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.webhook: dict[str, Any] = {}
+        self._updates: list[dict[str, Any]] = []
+        self._failures: dict[str, list[tuple[int, int]]] = {}
+        self._cond = threading.Condition()
+        self._next_update = 1
+        self._next_message = 1000
+        self._httpd: ThreadingHTTPServer | None = None
+        self.base_url = ""
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> "FakeTelegramServer":
+        """Bind an ephemeral port and serve in a daemon thread."""
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        httpd.daemon_threads = True
+        httpd.fake = self  # type: ignore[attr-defined]
+        self._httpd = httpd
+        self.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/bot"
+        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                         daemon=True, name="FakeTelegram").start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (pending long polls are released)."""
+        with self._cond:
+            self._cond.notify_all()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> "FakeTelegramServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- test helpers ----------------------------------------------------------------------
+    def make_update(self, chat_id: int, user_id: int, text: str, chat_type: str = "private",
+                    language_code: str = "en", entities: list[dict] | None = None,
+                    first_name: str = "Test") -> dict[str, Any]:
+        """A Bot API ``Update`` with a text message (commands get their ``bot_command``
+        entity as Telegram adds it)."""
+        with self._cond:
+            update_id, message_id = self._next_update, self._next_message
+            self._next_update += 1
+            self._next_message += 1
+        ents = list(entities or [])
+        if text.startswith("/"):
+            ents.insert(0, {"type": "bot_command", "offset": 0, "length": len(text.split()[0])})
+        chat = {"id": chat_id, "type": chat_type}
+        if chat_type != "private":
+            chat["title"] = "Test group"
+        message = {"message_id": message_id, "date": int(time.time()), "chat": chat, "text": text,
+                   "from": {"id": user_id, "is_bot": False, "first_name": first_name,
+                            "language_code": language_code}}
+        if ents:
+            message["entities"] = ents
+        return {"update_id": update_id, "message": message}
+
+    def push_text(self, chat_id: int, user_id: int, text: str, **kw: Any) -> dict[str, Any]:
+        """Queue a user's text message for ``getUpdates``; returns the update."""
+        update = self.make_update(chat_id, user_id, text, **kw)
+        with self._cond:
+            self._updates.append(update)
+            self._cond.notify_all()
+        return update
+
+    def deliver_webhook(self, update: dict[str, Any], secret: str | None = None) -> int:
+        """POST ``update`` to the registered webhook as Telegram does; returns the HTTP status
+        (``secret`` overrides the registered secret token, e.g. to send a wrong one)."""
+        token = self.webhook.get("secret_token") if secret is None else secret
+        req = urllib.request.Request(self.webhook["url"], data=json.dumps(update).encode(),
+                                     headers={"Content-Type": "application/json",
+                                              "X-Telegram-Bot-Api-Secret-Token": token or ""})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    def fail_next(self, method: str, status: int = 429, retry_after: int = 1, times: int = 1) -> None:
+        """Make the next ``times`` calls of ``method`` fail (429 carries ``retry_after`` s)."""
+        with self._cond:
+            self._failures.setdefault(method, []).extend([(status, retry_after)] * times)
+
+    def sent(self, chat_id: int | None = None) -> list[dict[str, Any]]:
+        """Parameters of the successful ``sendMessage`` calls (to ``chat_id`` if given)."""
+        with self._cond:
+            return [c["params"] for c in self.calls if c["method"] == "sendMessage" and c["ok"]
+                    and (chat_id is None or int(c["params"]["chat_id"]) == chat_id)]
+
+    def calls_to(self, method: str) -> list[dict[str, Any]]:
+        """Every recorded call of ``method`` (failed ones too, with ``ok`` False)."""
+        with self._cond:
+            return [c for c in self.calls if c["method"] == method]
+
+    def wait_for(self, predicate: Callable[["FakeTelegramServer"], bool], timeout: float = 60.0) -> None:
+        """Block until ``predicate(self)`` holds after some call; raises ``TimeoutError``."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"condition not met in {timeout} s; calls: "
+                                       f"{[c['method'] for c in self.calls][-20:]}")
+                self._cond.wait(left)
+
+    def wait_sent(self, chat_id: int, n: int, timeout: float = 60.0) -> list[dict[str, Any]]:
+        """Block until ``n`` messages were sent to ``chat_id``; returns them."""
+        self.wait_for(lambda f: len(f.sent(chat_id)) >= n, timeout)
+        return self.sent(chat_id)
+
+    # -- the API ---------------------------------------------------------------------------
+    def _call(self, method: str, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self._cond:
+            failures = self._failures.get(method)
+            failure = failures.pop(0) if failures else None
+        if failure:
+            status, retry = failure
+            self._record(method, params, False)
+            body = {"ok": False, "error_code": status,
+                    "description": f"Too Many Requests: retry after {retry}" if status == 429
+                    else "Bad Request"}
+            if status == 429:
+                body["parameters"] = {"retry_after": retry}
+            return status, body
+        if method == "getUpdates":
+            return 200, {"ok": True, "result": self._get_updates(params)}
+        self._record(method, params, True)
+        return 200, {"ok": True, "result": self._result(method, params)}
+
+    def _record(self, method: str, params: dict[str, Any], ok: bool) -> None:
+        with self._cond:
+            self.calls.append({"method": method, "params": params, "ok": ok, "at": time.monotonic()})
+            self._cond.notify_all()
+
+    def _result(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "getMe":
+            return {"id": BOT_ID, "is_bot": True, "first_name": "MedBot", "username": BOT_USERNAME,
+                    "can_join_groups": True, "can_read_all_group_messages": False,
+                    "supports_inline_queries": False}
+        if method == "setWebhook":
+            self.webhook = {"url": params.get("url"), "secret_token": params.get("secret_token")}
+        if method == "sendMessage":
+            with self._cond:
+                self._next_message += 1
+                mid = self._next_message
+            chat_id = int(params["chat_id"])
+            return {"message_id": mid, "date": int(time.time()), "text": params.get("text", ""),
+                    "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "group"},
+                    "from": {"id": BOT_ID, "is_bot": True, "first_name": "MedBot",
+                             "username": BOT_USERNAME}}
+        return True
+
+    def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        offset = int(params.get("offset") or 0)
+        timeout = float(params.get("timeout") or 0)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self._updates = [u for u in self._updates if u["update_id"] >= offset]
+            while not self._updates and self._httpd is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(min(left, 0.5))
+            return list(self._updates)
