@@ -23,6 +23,8 @@ CATEGORIES = ("suicide", "overdose", "chest_pain", "stroke", "breathing", "anaph
 
 _RX: dict[str, list[str]] = {
     "chest_pain": [
+        r"가슴\s*(?:한가운데|가운데|중앙|한복판)?(?:가|이|에)?\s*(?:꽉\s*)?(?:눌리|짓눌|조이|조여|돌로\s*누르|무겁고\s*답답|답답하고\s*무겁)",
+        r"\b(?:breastbone|sternum)\b.{0,40}\b(?:pain|pressure|crush\w*|squeez\w*|spread\w*)\b|\b(?:pain|pressure|crush\w*)\b.{0,30}\b(?:breastbone|sternum)\b",
         r"\b(?:squeez\w*|crush\w*|pressure|tightness|heaviness|vise|vice)\b.{0,15}\b(?:in|on|across)\s+(?:my|his|her|the)\s+chest\b",
         r"\bchest\b.{0,30}\b(?:killing|vise|vice|crushing|squeez\w*)\b",
         r"\bchest\b.{0,40}\b(?:going|goes|spreading|spreads|radiating|moving|shooting)(?:\s+(?:up|down))?\s+(?:to|into|down|up)\s+(?:my\s+|his\s+|her\s+)?(?:left\s+)?(?:arm|jaw|neck|back|shoulder)",
@@ -43,6 +45,7 @@ _RX: dict[str, list[str]] = {
         r"\belephant\b.{0,30}\bchest\b|\b(?:pressure|weight|squeez\w*|crush\w*)\b.{0,20}\bon\s+(?:my|his|her)\s+chest\b",
     ],
     "stroke": [
+        r"\b(?:arm|leg)\s+and\s+(?:arm|leg)\b.{0,30}\b(?:numb|heavy|weak|dead)\b|\btyping\s+(?:this\s+)?with\s+one\s+hand\b",
         r"발음이\s*(?:뭉개|꼬|어눌|샌|이상|새)|말(?:씀)?(?:을|이)?\s*(?:이상하게|못\s*알아듣게|알아들을\s*수\s*없게)\s*(?:해|하|나)",
         r"말(?:씀)?(?:을|이)?\s*(?:한마디도|전혀|갑자기|잘).{0,6}(?:못|안)\s*(?:하|나오)",
         r"(?:오른|왼)(?:손|팔|발|다리|쪽\s*(?:팔|다리|손|발|팔다리))(?:으로|에|이|가|을|를)?.{0,15}(?:못\s*잡|힘이|마비|감각이|안\s*움직|움직이지|떨어뜨|축\s*늘어)",
@@ -56,7 +59,7 @@ _RX: dict[str, list[str]] = {
         r"(?:팔|다리)(?:에|이|가)?\s*갑자기.{0,10}(?:힘이\s*(?:없|빠)|마비|안\s*움직)",
         r"말(?:이|을|투가)?\s*.{0,6}(?:어눌|안\s*나와|안\s*나오|못\s*하|꼬이|꼬여|이상하게\s*나)|발음이\s*(?:꼬|이상|어눌|샌)",
         r"(?:갑자기|난생\s*처음|인생\s*최악|최악의|평생\s*처음|벼락).{0,15}(?:두통|머리가?\s*(?:아파|아프|깨질|터질))",
-        r"머리가\s*(?:깨질|터질|쪼개질)\s*(?:듯|것\s*같)",
+        r"머리가\s*(?:깨질|쪼개질)\s*(?:듯|것\s*같)",
         r"(?:뇌졸중|중풍|뇌경색|뇌출혈).{0,6}(?:온\s*(?:것|거)\s*같|인\s*(?:것|거)\s*같|이\s*온\s*(?:것|거)|일\s*수도|증상이\s*(?:있|나타|보여))",
         r"갑자기.{0,10}(?:한쪽\s*눈이|눈이\s*안\s*보|시야가\s*(?:안|까맣|사라))",
         r"\bface\b.{0,15}\b(?:droop\w*|dropp\w*|numb on one side|lopsided|uneven)",
@@ -71,6 +74,9 @@ _RX: dict[str, list[str]] = {
         r"\bsudden(?:ly)?\b.{0,15}\b(?:lost|loss of|can'?t see|went blind)\b",
     ],
     "breathing": [
+        r"목에\s*(?:뭐가\s*)?걸(?:렸|려).{0,20}(?:숨|소리|말|기침도)",
+        r"(?:산소\s*포화도|spo2|sp02|o2\s*sat\w*|oxygen(?:\s+\w+){0,3})\D{0,25}(?<!\d)(?:[1-8]\d)\s*%",
+        r"\bout\s+of\s+breath\b.{0,25}\b(?:lying|sitting|resting|at rest)\b",
         r"숨(?:을|이)?.{0,6}(?:안\s*쉬어|못\s*쉬|막혀|막힐|가빠서|차서)\s*.{0,8}(?:말|못|힘들|죽)",
         r"(?:흡입기|벤토린|네뷸라이저).{0,25}(?:안\s*들|소용|효과가\s*없|안\s*나아|듣지\s*않)|갈비뼈.{0,12}(?:들어가|쑥|움푹)|쌕쌕.{0,10}(?:심해|못|안\s*쉬)",
         r"\bcan'?t\s+(?:finish|complete)\s+(?:a|my)\s+sentence|\bcan'?t\s+(?:speak|talk)\s+in\s+(?:full\s+)?sentences",
@@ -93,6 +99,10 @@ _RX: dict[str, list[str]] = {
         r"\bcan'?t\s+get\s+(?:enough\s+)?air\b|\bstruggling\s+for\s+(?:air|breath)\b",
     ],
     "bleeding": [
+        r"커피\s*(?:찌꺼기|가루)\s*(?:같은|처럼)|(?:까맣고|검고|시커멓고|새까맣고)\s*(?:끈적|물컹|짜장)|짜장\s*같은.{0,10}변",
+        r"선홍색\s*피|피를.{0,12}(?:뱉|쏟)|피가.{0,10}(?:젖|흥건|안\s*멈)",
+        r"\bbled\s+through\b|\bbleeding\s+through\b|\bcoughed\s+up\b.{0,45}\bblood\b",
+        r"(?:수건|거즈|붕대|휴지)(?:이|가)?.{0,10}(?:다\s*)?(?:젖|흥건)",
         r"피(?:가|를)?.{0,12}(?:뿜어|멈추질\s*않|멈추지\s*않|안\s*멈|한\s*바가지|쏟아|줄줄|흥건|계속\s*나와)",
         r"피를.{0,10}토|코피(?:가)?.{0,20}(?:안\s*멈|멈추지|멈추질|\d+\s*(?:분|시간)\s*째|한\s*시간)",
         r"\b(?:vomit\w*|threw\s+up|throwing\s+up)\b.{0,30}\bblood\b|\bcoffee[- ]grounds?\b|\bcoughing\s+up\b.{0,20}\bblood\b",
@@ -111,6 +121,7 @@ _RX: dict[str, list[str]] = {
         r"\b(?:black|tarry)\b.{0,10}\b(?:stools?|poop)\b.{0,40}\b(?:dizz\w*|faint\w*|weak|light-?headed)",
     ],
     "syncope_confusion": [
+        r"\bdropped\s+to\s+the\s+(?:ground|floor)\b|\bdoesn'?t\s+seem\s+to\s+know\b",
         r"(?:불러도|말을\s*걸어도|흔들어도)\s*(?:대답|반응)(?:을|이)?\s*(?:안|없|못)|깨워도.{0,10}(?:못|안)\s*(?:일어|떠|깨)|눈을\s*(?:잘\s*)?못\s*떠",
         r"못\s*알아보|여기가\s*어딘지.{0,8}모르|날짜도\s*(?:몰|모르)|엉뚱한\s*(?:소리|말)|고개를\s*(?:툭\s*)?떨구|축\s*처져|의식이\s*(?:흐릿|희미|없)",
         r"\b(?:isn'?t|not|no\s+longer|stopped)\s+respond\w*|\bdropped\s+to\s+the\s+floor\b|\b(?:keep|keeps|kept)\s+blacking\s+out\b",
@@ -127,6 +138,8 @@ _RX: dict[str, list[str]] = {
         r"\bdoesn'?t\s+(?:recognize|know)\s+(?:me|us|where)\b|\btalking\s+nonsense\b",
     ],
     "seizure": [
+        r"몸이\s*(?:갑자기\s*)?(?:굳|뻣뻣)|(?:덜덜|부들부들|바들바들)\s*떨.{0,10}(?:의식|눈|팔다리|몸)|팔다리가.{0,10}(?:덜덜|부들부들|규칙적으로)",
+        r"\bwent\s+(?:rigid|stiff)\b|\btwitching\s+all\s+over\b|\bjerking\s+rhythmically\b|\bfoam\w*\s+at\s+(?:the|his|her)\s+mouth\b|\bstiff\s+and\s+jerking\b",
         r"눈이\s*(?:돌아가|뒤집|돌아갔|흰자)|팔다리를?.{0,8}(?:떨|버둥|부들)|온몸을?\s*(?:떨|부들|뻣뻣)|몸이\s*뻣뻣해",
         r"\b(?:went|goes|going|is|was)\s+stiff\b.{0,30}\bjerk\w*|\bshaking\s+all\s+over\b|\beyes?\s+(?:rolled|rolling)\s+(?:back|up)\b|\bjerking\b.{0,20}\b(?:all\s+over|uncontrollably|arms|legs)\b",
         r"(?<!근육\s)(?<!근육)(?<!눈\s)(?<!눈)(?<!눈꺼풀\s)(?<!공황\s)(?<!공황)(?<!천식\s)경련(?:을|이|하|중|해|을\s*해|을\s*일으)",
@@ -136,20 +149,23 @@ _RX: dict[str, list[str]] = {
         r"\bafter\s+(?:a|his|her|my)\s+seizure\b|\bjust\s+came\s+to\b|\bseizing\b|\bconvuls(?:ing|ions?|ed)\b|\bfoaming\s+at\s+the\s+mouth\b",
     ],
     "anaphylaxis": [
+        r"목구멍이\s*(?:좁아|막히|조여)|두드러기.{0,40}(?:쌕쌕|숨|어지)",
         r"\bhives\b.{0,50}\b(?:wheez\w*|can'?t\s+breathe|throat|faint\w*|dizz\w*)",
         r"\ballerg\w*\b.{0,100}\b(?:throat|tongue|lips?)\b.{0,25}\b(?:swell\w*|swollen|tight\w*|closing)",
         r"(?:목|혀|입술|얼굴|목구멍|눈)(?:이|가|도|까지)?\s*.{0,8}(?:부어|붓고|부었|붓는|부풀|조여).{0,25}(?:숨|호흡|삼키|말이)",
         r"아나필락시스|알레르기.{0,15}(?:쇼크|숨이|호흡)|목(?:이|구멍이)\s*(?:막히|조여|조이|부어\s*올|붓)",
-        r"(?:벌에|벌한테|벌한테서)\s*쏘.{0,30}(?:숨|부어|붓|어지|온몸|두드러기)",
+        r"(?:벌에|벌한테|벌한테서)\s*쏘.{0,30}(?:숨|어지|온몸|목이|입술)",
         r"(?:숨|호흡).{0,15}(?:얼굴|입술|목|혀)(?:이|가|도)?\s*(?:부어|붓|부풀)",
         r"온몸에\s*두드러기.{0,25}(?:숨|어지|부어|붓)",
-        r"\banaphyla\w+|\b(?:used|use|using|gave|give|need|needed)\s+(?:my|his|her|an|the)\s+epi-?pen\b",
+        r"\banaphyla\w+|\b(?:used|gave|injected)\s+(?:my|his|her|an|the)\s+epi-?pen\b",
         r"\b(?:throat|tongue|lips?|face)\b.{0,20}\b(?:swell\w*|swollen|closing|tight)\b.{0,40}\b(?:breath\w*|swallow\w*|talk\w*|wheez\w*)",
         r"\bthroat\b.{0,10}\b(?:closing|closing up|tight(?:ening)?)\b",
         r"\b(?:bee|wasp|hornet)\s+sting\w*\b.{0,60}\b(?:swell\w*|breath\w*|dizz\w*|hives)",
         r"\bhives\s+all\s+over\b.{0,40}\b(?:breath\w*|dizz\w*|faint\w*|swell\w*)",
     ],
     "suicide": [
+        r"안\s*깨어났으면|(?:한강|다리|옥상)(?:에|으로|로)?\s*(?:가려고|갈\s*거|올라)|따라갈\s*거|유서",
+        r"\bnot\s+wake\s+up\b|\bbought\s+(?:the|a)\s+rope\b|\bhow\s+i'?d\s+do\s+it\b|\b(?:highest|tallest)\s+bridge\b|\bwhich\s+bridge\b|\bsaving\s+up\s+(?:my\s+)?(?:pills|sleeping\s+pills|meds)\b",
         r"못\s*버티겠|편지(?:도|를)?.{0,8}(?:써\s*놨|써놨|써\s*뒀|남겼)|뛰어내리|없어지면.{0,12}(?:편해|나을)|약(?:도|을)?\s*(?:다\s*)?모아\s*(?:놨|뒀|두었)",
         r"죽(?:을|는)\s*방법|목을?\s*매|다\s*정리하고\s*(?:떠나|가)|영원히\s*(?:잠들|자고)|안\s*깨어나고\s*싶",
         r"\bcan'?t\s+(?:do|take)\s+this\s+any\s*more\b|\bgoodbye\s+(?:letters?|notes?|messages?)\b|\bsuicide\s+note\b|\bbetter\s+off\s+without\s+me\b",
@@ -166,6 +182,10 @@ _RX: dict[str, list[str]] = {
         r"\bnot\s+worth\s+living\b|\bdisappear\s+forever\b",
     ],
     "overdose": [
+        r"(?:두|세|네|다섯|여섯|일곱|여덟|아홉|열|열두|열다섯|스무|서른|몇|\d+)\s*알\s*(?:넘게|이상|정도|쯤)?\s*(?:을|를)?\s*(?:다\s*)?(?:먹었|삼켰|드셨|먹은|삼킨)",
+        r"(?:농약|락스|세제|살충제|제초제|부동액|표백제).{0,25}(?:드셨|마셨|먹었|삼켰|마신|먹은)",
+        r"(?:알|정|알약)(?:이랑|과|하고|에)?.{0,15}(?:소주|맥주|술|와인|양주|보드카).{0,15}(?:같이|함께|마셨|먹었)",
+        r"\bswallowed\s+(?:some|a\s+few|several|\d+)\s+of\b|\b\d+\s+(?:are|were)\s+missing\b|\btook\s+(?:my|his|her)\s+\w+\s+(?:twice|three\s+times|again)\b",
         r"(?:세제|락스|농약|살충제|부동액|표백제|쥐약|건전지|배터리).{0,10}(?:삼켰|먹었|마셨|마신|먹은|삼킨|깨물)",
         r"(?:약|알약|타이레놀|수면제|진통제|혈압약|당뇨약|인슐린|안정제|항우울제)(?:을|를|도)?.{0,20}(?:두\s*번|세\s*번|여러\s*번|열\s*알|\d+\s*알|한\s*움큼|잔뜩|왕창|많이|한\s*통)\s*(?:이나|나|씩|넘게|정도)?\s*(?:먹|드셨|드시|삼켰|맞)",
         r"\b(?:swallowed|ate|drank|bit\s+into|got\s+into|chewed)\b.{0,30}\b(?:detergent|dishwasher\s+pods?|laundry\s+pods?|tide\s+pods?|bleach|cleaner|antifreeze|pesticide|rat\s+poison|batter(?:y|ies)|lighter\s+fluid)",
@@ -189,16 +209,16 @@ _COMPOUND = {
 }
 
 _NEG_AFTER_KO = re.compile(r"^.{0,12}?(?:없어|없습|없고|없었|없는데|없음|안\s*나요|않아|않았|않습|아니에|아닙|아니고)")
-_NEG_BEFORE_EN = re.compile(r"\bnot\s*$|\b(?:no|denies|denied|without|never|negative for|(?:do|does|did)\s+not|don'?t|doesn'?t|didn'?t|haven'?t|hasn'?t)\b(?:\s+\w+){0,3}\s*$", re.I)
-_INFO_KO = re.compile(r"뭐예요|뭔가요|뭐에요|무엇|뭘\s|어떻게|(?:으면|면)\s.{0,25}(?:나요|까요|가요|해요|돼요)\s*\?|어떤\s*(?:증상|게|것)|어떻게\s*(?:알|구별|대처|해야)|징후|알려\s*주|설명|예방|차이가|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)")
-_INFO_EN = re.compile(r"^\s*can\s+(?:you|i|one)\b|\bdifference\s+between\b|^\s*(?:can|could|does|do|is|are)\s+\w+\s+(?:happen|cause|be)\b|\bis\s+it\s+(?:possible|safe|dangerous|ok|okay|bad|normal)\b|\b(?:what\s+(?:are|is|'s|does|do|causes?|happens)|how\s+(?:do|does|can|should)\s+(?:you|one)\s+\w+|signs?\s+of|symptoms?\s+of|warning\s+signs|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|spot)|tell\s+me\s+about|explain)\b", re.I)
+_NEG_BEFORE_EN = re.compile(r"\bnot\s*$|\bnot\s+(?:thinking\s+about|going\s+to|planning\s+(?:to|on))\s*$|\b(?:no|denies|denied|without|never|negative for|(?:do|does|did)\s+not|don'?t|doesn'?t|didn'?t|haven'?t|hasn'?t)\b(?:\s+\w+){0,3}\s*$", re.I)
+_INFO_KO = re.compile(r"소설|드라마|영화|과제|숙제|학생인데|공부하|왜\s|뭐예요|뭔가요|뭐에요|무엇|뭘\s|어떻게|(?:으면|면)\s.{0,25}(?:나요|까요|가요|해요|돼요)\s*\?|어떤\s*(?:증상|게|것)|어떻게\s*(?:알|구별|대처|해야)|징후|알려\s*주|설명|예방|차이가|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)")
+_INFO_EN = re.compile(r"\b(?:student|studying|for\s+(?:a|my)\s+class|novel|story|homework|assignment)\b|^\s*can\s+(?:you|i|one)\b|\bdifference\s+between\b|^\s*(?:can|could|does|do|is|are)\s+\w+\s+(?:happen|cause|be)\b|\bis\s+it\s+(?:possible|safe|dangerous|ok|okay|bad|normal)\b|\b(?:what\s+(?:are|is|'s|does|do|causes?|happens)|how\s+(?:do|does|can|should)\s+(?:you|one)\s+\w+|signs?\s+of|symptoms?\s+of|warning\s+signs|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|spot)|tell\s+me\s+about|explain)\b", re.I)
 _NOW_KO = re.compile(r"지금|방금|갑자기|현재|아까|계속|오늘|제가\s|저\s|저는|저도|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가")
 _NOW_EN = re.compile(r"\b(?:i'?m|i\s+am|i\s+have|i\s+can'?t|i\s+feel|my|right\s+now|just|he'?s|she'?s|he\s+is|she\s+is|is\s+having|currently|suddenly)\b", re.I)
-_PAST_KO = re.compile(r"\d+\s*(?:년|달|개월|주)\s*전|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있")
+_PAST_KO = re.compile(r"했었|었었|\d+\s*년째\s*안|\d+\s*(?:년|달|개월|주)\s*전|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있")
 _PAST_EN = re.compile(r"\b(?:years?\s+ago|last\s+(?:year|month)|months?\s+ago|in\s+the\s+past|when\s+i\s+was|history\s+of"
                       r"|used\s+to|once\s+had|as\s+a\s+(?:child|kid|teen(?:ager)?|baby)|growing\s+up|none\s+since|in\s+(?:19|20)\d\d)\b", re.I)
-_STILL = re.compile(r"지금|다시|또|여전히|계속|\bnow\b|\bagain\b|\bstill\b|\btoday\b|\bright now\b", re.I)
-_HYPOTHETICAL = re.compile(r"\bif\s+(?:someone|somebody|a\s+person|a\s+child|you|one)\b|\bwhat\s+(?:should|do)\s+"
+_STILL = re.compile(r"지금\s*(?:도|또|다시)|다시|또|여전히|계속|\bright\s+now\b|\bagain\b|\bstill\b|\btoday\b|\bright now\b", re.I)
+_HYPOTHETICAL = re.compile(r"\b(?:nursing|medical)\s+student\b|\bfor\s+(?:a|my)\s+(?:class|novel|story|assignment)\b|소설|과제|숙제|학생인데|\bif\s+(?:someone|somebody|a\s+person|a\s+child|you|one)\b|\bwhat\s+(?:should|do)\s+"
                            r"(?:you|i|we)\s+do\s+if\b|(?:사람|누가|누군가)(?:을|이|가)?\s*(?:보면|있으면)", re.I)
 _CLAUSE = re.compile(r"[.!?;\n]|(?<=[가-힣])(?:는데|은데|인데|지만)\s|\bbut\b", re.I)
 
@@ -260,5 +280,5 @@ def _suppressed(text: str, start: int, end: int, cat: str) -> bool:
     if (_INFO_KO.search(sentence) or _INFO_EN.search(sentence)) and not now:
         return True
     if (_PAST_KO.search(sentence) or _PAST_EN.search(sentence)) and not _STILL.search(sentence):
-        return cat != "suicide" or bool(re.search(r"적이\s*있|\bused to\b|years?\s+ago", sentence, re.I))
+        return cat != "suicide" or bool(re.search(r"적이\s*있|했었|\d+\s*년째\s*안|\bused to\b|years?\s+ago", sentence, re.I))
     return False
