@@ -50,6 +50,7 @@ class AgentState(TypedDict, total=False):
     retrieval: dict[str, Any]
     previous_doc_hashes: list[str]
     # generate_answer
+    compression: dict[str, Any]
     answer: str
     generator: str
     prompt_tokens: int
