@@ -52,6 +52,9 @@ JOBS: dict[str, JobSpec] = {
                               lambda s: s.cache_eviction_interval_min * 60,
                               "response cache: drop entries past CACHE_TTL_HOURS, then LRU above "
                               "CACHE_MAX_ENTRIES"),
+    "memory_compression": JobSpec("core.memory.compression:run_memory_compression",
+                                  lambda s: s.memory_compression_interval_min * 60,
+                                  "compressed memory: summarise every block of five answered turns"),
     "retention": JobSpec("core.retention:run_retention",
                          lambda s: s.retention_interval_hours * 3600 if s.retention_days else None,
                          "delete everything of users inactive for RETENTION_DAYS (0 = off)"),

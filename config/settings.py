@@ -61,6 +61,7 @@ class Settings(BaseSettings):
 
     # scheduled jobs (`medbot worker`, bot/scheduler.py); intervals > 0, RETENTION_DAYS 0 = off
     cache_eviction_interval_min: float = Field(60.0, alias="CACHE_EVICTION_INTERVAL_MIN", gt=0)
+    memory_compression_interval_min: float = Field(1.0, alias="MEMORY_COMPRESSION_INTERVAL_MIN", gt=0)
     retention_days: float | None = Field(None, alias="RETENTION_DAYS", ge=0)
     retention_interval_hours: float = Field(24.0, alias="RETENTION_INTERVAL_HOURS", gt=0)
     job_lock_ttl_s: float = Field(300.0, alias="JOB_LOCK_TTL_S", gt=0)

@@ -141,6 +141,7 @@ def build_trace(st: dict[str, Any], t0: float) -> dict[str, Any]:
         "refine_iterations": st.get("refine_iterations", 0),
         "refine_stop_reason": st.get("refine_stop_reason"),
         "token_plan": st.get("plan"),
+        "memory_tiers": st.get("memory"),
         "compression": st.get("compression"),
         "prompt_tokens": st.get("prompt_tokens"),
         "profile_summary": st.get("profile_summary"),

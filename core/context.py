@@ -1,8 +1,11 @@
 """Stage 3 of context engineering (SPEC.md §3.3): the token-budgeted prompt.
 
 Budget (tokens, cl100k_base): total 4,000 by default; system 400; documents 900; the question as
-it is; of the remainder, profile 20%, long-term memory 10%, recent dialogue the rest. Every
-section is cut to its share, so the assembled prompt never exceeds the total.
+it is; the remainder is the history, split between the memory tiers (SPEC.md §3.2): semantic
+20% (the profile line and long-term facts), compressed 30% (summaries of earlier turns), working
+50% (the last turns verbatim). SPEC §3.3's older wording (profile 20%, long-term summary 10%,
+dialogue the rest) is superseded by the tier split of §3.2 and issue 4. Every section is cut to
+its share, so the assembled prompt never exceeds the total.
 """
 
 from __future__ import annotations
@@ -23,17 +26,24 @@ _HEAD = {
 }
 
 
+SEMANTIC_SHARE, COMPRESSED_SHARE = 0.2, 0.3  # working memory gets the rest (0.5), SPEC.md §3.2
+
+
 @dataclass
 class TokenPlan:
-    """Token budget per prompt section (SPEC.md §3.3)."""
+    """Token budget per prompt section (SPEC.md §3.3) and per memory tier (§3.2).
+
+    ``semantic`` is the profile section, ``compressed`` the summaries (long-term section),
+    ``working`` the recent dialogue.
+    """
 
     total: int
     system: int
     documents: int
     question: int
-    profile: int
-    long_term: int
-    dialogue: int
+    semantic: int
+    compressed: int
+    working: int
 
     def to_dict(self) -> dict[str, int]:
         """Plain dict for the trace."""
@@ -42,7 +52,7 @@ class TokenPlan:
 
 def plan_tokens(total: int, system: int, documents: int, question_tokens: int) -> TokenPlan:
     """Split ``total`` tokens: fixed system and documents shares, the question as it is, then
-    20% / 10% / rest of the remainder to profile / long-term / dialogue.
+    20% / 30% / rest (50%) of the remainder to the semantic / compressed / working tiers.
 
     Raises:
         ValueError: system + documents + question exceed the total.
@@ -50,10 +60,10 @@ def plan_tokens(total: int, system: int, documents: int, question_tokens: int) -
     remainder = total - system - documents - question_tokens - SEPARATOR_RESERVE
     if remainder < 0:
         raise ValueError(f"question of {question_tokens} tokens does not fit a {total}-token budget")
-    profile = int(remainder * 0.2)
-    long_term = int(remainder * 0.1)
-    return TokenPlan(total, system, documents, question_tokens, profile, long_term,
-                     remainder - profile - long_term)
+    semantic = int(remainder * SEMANTIC_SHARE)
+    compressed = int(remainder * COMPRESSED_SHARE)
+    return TokenPlan(total, system, documents, question_tokens, semantic, compressed,
+                     remainder - semantic - compressed)
 
 
 def _heads(lang: str) -> dict[str, str]:

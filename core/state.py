@@ -44,6 +44,7 @@ class AgentState(TypedDict, total=False):
     # assemble_context
     plan: dict[str, int]
     sections: dict[str, str]
+    memory: dict[str, Any]  # tiers: tokens, summary ids, working turn ids, semantic facts
     retrieval_query: str
     # retrieve
     docs: list[dict[str, Any]]

@@ -47,6 +47,9 @@ class Turn(SQLModel, table=True):
     answered_at: datetime | None = None
     cache_hit: bool = False
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    summary_id: int | None = Field(default=None, index=True)
+    """The :class:`MemorySummary` that compressed this turn; set in the same transaction that
+    stores the summary, so a turn is marked only once its summary is committed."""
 
 
 class Fact(SQLModel, table=True):
@@ -55,7 +58,7 @@ class Fact(SQLModel, table=True):
     ``slot`` is one of demographics, condition, symptom, medication, allergy, vital, lab.
     ``key`` identifies the thing measured or named: a UMLS CUI for concepts, a name such as
     ``age``, ``sex``, ``blood_pressure``, ``fasting_glucose``, ``hba1c`` otherwise.
-    ``status`` is ``active`` here; later extraction adds negated / family / stopped / uncertain.
+    ``status``: active, negated, uncertain, family, stopped (core.extraction.context.STATUSES).
     """
 
     id: int | None = Field(default=None, primary_key=True)
@@ -73,9 +76,31 @@ class Fact(SQLModel, table=True):
     confidence: float = 1.0
     status: str = Field(default="active", max_length=16)
     mentions: int = 1
+    chronic: bool = False
+    """A known chronic concept (concept table) or said with a chronic keyword (``10년째``)."""
+    source_turns: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    """Ids of the turns that mentioned it (semantic memory lists them)."""
     first_seen_at: datetime = Field(default_factory=utcnow)
     observed_at: datetime = Field(default_factory=utcnow, index=True)
     superseded: bool = False
+
+
+class MemorySummary(SQLModel, table=True):
+    """Compressed memory: the summary of a block of turns (SPEC.md §3.2, ≤ 200 tokens).
+
+    ``turn_ids`` are the turns it covers (normally five, oldest first); ``method`` is ``llm``
+    or ``extractive``; ``tokens`` counts ``text`` with cl100k_base.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: str = Field(index=True, foreign_key="user.id", max_length=200)
+    first_turn_id: int = Field(index=True)
+    last_turn_id: int
+    turn_ids: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    tokens: int = 0
+    method: str = Field(default="extractive", max_length=16)
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 class CacheEntry(SQLModel, table=True):
@@ -129,3 +154,26 @@ class Generation(SQLModel, table=True):
 
     name: str = Field(primary_key=True, max_length=64)
     value: int = 0
+
+
+# -- audit log (issue 5: admin commands and erasure) -----------------------------------------
+class AuditLog(SQLModel, table=True):
+    """One admin action or erasure, kept when everything of a user is erased.
+
+    No column refers to a user (no ``user_id``-style name), so erasure and retention leave
+    these rows; ``subject_hash`` is the SHA-256 (first 32 hex digits) of the target user id,
+    never the id itself, and ``detail`` never holds user text. ``actor`` is the admin's
+    channel-scoped id (``telegram:42``), ``cli:<login>`` from the shell, or a hash when the
+    actor is an ordinary user (``/forget``, a refused admin command).
+    ``action``: ``profile``, ``clear``, ``stats``, ``forget``; ``outcome``: ``ok``,
+    ``refused``, ``error``, ``not_found``.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    actor: str = Field(max_length=200)
+    channel: str = Field(default="", max_length=32)
+    action: str = Field(index=True, max_length=32)
+    subject_hash: str | None = Field(default=None, max_length=64)
+    outcome: str = Field(default="ok", max_length=16)
+    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))

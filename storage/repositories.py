@@ -9,11 +9,11 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import func, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from storage.models import CacheEntry, Fact, Turn, User, utcnow
+from storage.models import CacheEntry, Fact, MemorySummary, Turn, User, utcnow
 
 
 class Repository:
@@ -92,6 +92,49 @@ class Repository:
                     fact.superseded = True
                     s.add(fact)
             s.commit()
+
+    # -- compressed memory -----------------------------------------------------------------
+    def uncompressed_blocks(self, user_id: str, size: int = 5) -> list[list[Turn]]:
+        """The user's answered turns not yet in a summary, oldest first, in full blocks of
+        ``size`` (a trailing partial block waits for more turns)."""
+        with Session(self.engine) as s:
+            q = (select(Turn).where(Turn.user_id == user_id).where(col(Turn.summary_id).is_(None))
+                 .where(col(Turn.reply).is_not(None)).order_by(col(Turn.id)))
+            rows = list(s.exec(q).all())
+        return [rows[i:i + size] for i in range(0, len(rows) - size + 1, size)]
+
+    def users_to_compress(self, size: int = 5, limit: int = 1000) -> list[str]:
+        """Ids of users with at least ``size`` answered, uncompressed turns."""
+        with Session(self.engine) as s:
+            q = (select(Turn.user_id).where(col(Turn.summary_id).is_(None))
+                 .where(col(Turn.reply).is_not(None)).group_by(Turn.user_id)
+                 .having(func.count() >= size).order_by(Turn.user_id).limit(limit))
+            return list(s.exec(q).all())
+
+    def store_summary(self, summary: MemorySummary) -> int | None:
+        """Insert ``summary`` and mark its turns compressed, in one transaction.
+
+        Returns:
+            The summary id, or ``None`` (and nothing stored) when any of its turns was already
+            compressed, e.g. by another worker: each turn is compressed exactly once.
+        """
+        with Session(self.engine) as s:
+            s.add(summary)
+            s.flush()
+            res = s.exec(update(Turn).where(col(Turn.id).in_(summary.turn_ids))  # type: ignore[call-overload]
+                         .where(col(Turn.summary_id).is_(None)).values(summary_id=summary.id))
+            if res.rowcount != len(summary.turn_ids):
+                s.rollback()
+                return None
+            s.commit()
+            return int(summary.id)  # type: ignore[arg-type]
+
+    def summaries(self, user_id: str, limit: int = 20) -> list[MemorySummary]:
+        """The user's newest ``limit`` summaries, oldest first."""
+        with Session(self.engine) as s:
+            q = (select(MemorySummary).where(MemorySummary.user_id == user_id)
+                 .order_by(col(MemorySummary.first_turn_id).desc()).limit(limit))
+            return list(reversed(s.exec(q).all()))
 
     # -- response cache --------------------------------------------------------------------
     def add_cache_entry(self, entry: CacheEntry) -> int:

@@ -13,11 +13,12 @@ from core.quality import heuristic_score, parse_judge
 from core.tokens import count_tokens
 
 
-def test_plan_splits_remainder_20_10_70():
+def test_plan_splits_history_semantic_20_compressed_30_working_50():
     p = plan_tokens(4000, 400, 900, 100)
     rem = 4000 - 400 - 900 - 100 - SEPARATOR_RESERVE
-    assert (p.profile, p.long_term) == (int(rem * 0.2), int(rem * 0.1))
-    assert p.profile + p.long_term + p.dialogue == rem
+    assert (p.semantic, p.compressed) == (int(rem * 0.2), int(rem * 0.3))
+    assert p.semantic + p.compressed + p.working == rem
+    assert p.working >= rem // 2
 
 
 def test_question_too_long_for_budget_raises():
@@ -30,9 +31,9 @@ def test_assembled_prompt_never_exceeds_budget():
     p = plan_tokens(4000, 400, 900, count_tokens("질문"))
     docs = [{"title": f"doc{i}", "source": "s", "score": 0.1, "text": long_text} for i in range(8)]
     doc_text, n = render_documents(docs, p.documents, "ko")
-    sections = [render_section("profile", long_text, p.profile, "ko"),
-                render_section("long_term", long_text, p.long_term, "ko"),
-                render_dialogue([(long_text, long_text)] * 5 + [("짧은 질문", "짧은 답")], p.dialogue, "ko"),
+    sections = [render_section("profile", long_text, p.semantic, "ko"),
+                render_section("long_term", long_text, p.compressed, "ko"),
+                render_dialogue([(long_text, long_text)] * 5 + [("짧은 질문", "짧은 답")], p.working, "ko"),
                 doc_text]
     msgs = assemble_messages(long_text[:300], sections, "질문")
     assert count_tokens(doc_text) <= p.documents and 1 <= n <= 8

@@ -276,6 +276,16 @@ def test_a_held_job_is_skipped_not_run_twice(db_url, tmp_path, monkeypatch):
         pass  # released
 
 
+def _runs_of(lines: "queue.Queue[str]", job: str, n: int, timeout: float = 90) -> list[dict]:
+    """The next ``n`` run reports of ``job`` (other registered jobs report too)."""
+    out: list[dict] = []
+    while len(out) < n:
+        run = json.loads(lines.get(timeout=timeout))
+        if run["job"] == job:
+            out.append(run)
+    return out
+
+
 def test_run_worker_in_process(db_url, tmp_path):
     settings = make_settings(tmp_path, DATABASE_URL=db_url, CACHE_MAX_ENTRIES=2,
                              CACHE_EVICTION_INTERVAL_MIN=0.002)
@@ -284,7 +294,7 @@ def test_run_worker_in_process(db_url, tmp_path):
     stop = threading.Event()
     worker = threading.Thread(target=run_worker, args=(settings, stop, lines.put))
     worker.start()
-    first, second = json.loads(lines.get(timeout=60)), json.loads(lines.get(timeout=60))
+    first, second = _runs_of(lines, "cache_eviction", 2, timeout=60)
     stop.set()
     worker.join(60)
     assert not worker.is_alive()
@@ -311,7 +321,7 @@ def test_worker_process_stops_on_sigterm_and_frees_its_lease(db_url, tmp_path, r
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True).start()
     try:
-        runs = [json.loads(lines.get(timeout=90)) for _ in range(2)]
+        runs = _runs_of(lines, "cache_eviction", 2)
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(60)

@@ -24,6 +24,12 @@ from dataclasses import dataclass
 
 STATUSES = ("active", "negated", "uncertain", "family", "stopped", "topic")
 
+CHRONIC_KEYWORDS = re.compile(
+    r"만성|\d+\s*년\s*(?:째|동안|넘게|전부터|이상)|오래\s*(?:전부터|됐|되었)|평생|어릴\s*때부터|지병|꾸준히|계속\s*먹"
+    r"|\bchronic\b|\bfor\s+(?:\d+|many|several)\s+years\b|\bsince\s+(?:childhood|\d{4})\b|\blong[- ]term\b"
+    r"|\blifelong\b|\bfor\s+decades\b", re.I)
+"""Words that mark a condition or drug as long-standing (SPEC.md §3.2 "a chronic keyword")."""
+
 # Clause boundaries: sentence ends (not decimal points), contrastive or causal connectives,
 # and a change of subject ("…, and I have …").
 _BOUNDARY = re.compile(

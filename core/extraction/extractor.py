@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from core.extraction import measures, patterns
-from core.extraction.context import clause_bounds, mention_context
+from core.extraction.context import CHRONIC_KEYWORDS, clause_bounds, mention_context
 from core.extraction.lexicon import Lexicon, load_lexicon
 from core.extraction.recognizer import Mention, Recognizer
 from core.extraction.slots import Concept, Slots
@@ -92,6 +92,8 @@ class Extractor:
             c.status = ctx.status
             if duration and c.slot == "condition" and c.status == "active":
                 c.duration = duration.group(0).strip()
+            lo, hi = clause_bounds(text, m.start, m.end)
+            c.chronic = bool(CHRONIC_KEYWORDS.search(text[lo:hi]))
             out.setdefault((c.cui, c.status), c)
         if any(c.slot == "allergy" for c in out.values()):  # "allergy" was the trigger word
             out = {k: c for k, c in out.items() if c.cui not in HYPERSENSITIVITY_CUIS}

@@ -13,7 +13,8 @@ class Concept:
     ``cui``/``tui`` are the UMLS Concept Unique Identifier and Semantic Type; ``slot`` is one of
     condition, symptom, medication, allergy; ``confidence`` in [0, 1]; ``duration`` as said
     (``10년``, ``3 months``) when the message gives one; ``status`` one of
-    :data:`core.extraction.context.STATUSES` (only ``active`` is a current fact of the user).
+    :data:`core.extraction.context.STATUSES` (only ``active`` is a current fact of the user);
+    ``chronic`` when its clause says it is long-standing (``10년째``, ``chronic``).
     """
 
     cui: str

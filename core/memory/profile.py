@@ -95,6 +95,8 @@ def _merge_concept(changes: FactChanges, current: dict, c: Concept, user_id: str
         old.mentions += 1
         old.observed_at = now
         old.confidence = max(old.confidence, c.confidence)
+        old.chronic = old.chronic or c.chronic
+        old.source_turns = [*(old.source_turns or []), *([turn_id] if turn_id else [])]
         changes.updated.append(old)
         return
     if old is not None and old.id is not None:
@@ -102,7 +104,8 @@ def _merge_concept(changes: FactChanges, current: dict, c: Concept, user_id: str
     fact = Fact(user_id=user_id, turn_id=turn_id, slot=c.slot, key=old.key if old else c.cui,
                 name=c.name_en, text_value=c.name_ko, cui=c.cui, tui=c.tui, confidence=c.confidence,
                 status=c.status, unit=c.duration, observed_at=now, first_seen_at=now,
-                mentions=(old.mentions + 1) if old else 1)
+                mentions=(old.mentions + 1) if old else 1, chronic=c.chronic or bool(old and old.chronic),
+                source_turns=[*((old.source_turns or []) if old else []), *([turn_id] if turn_id else [])])
     current[(c.slot, fact.key, subject)] = fact
     changes.new.append(fact)
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from core import prompts
-from core.context import plan_tokens, render_dialogue, render_section
+from core.context import plan_tokens
+from core.memory.tiers import memory_sections
 from core.services import Services
 from core.state import AgentState
 from core.text import is_self_referential
@@ -27,7 +28,8 @@ def rewrite_query(question: str, state: AgentState) -> tuple[str, str]:
 
 
 def assemble_context(state: AgentState, svc: Services) -> dict[str, Any]:
-    """Plan the budget and render system, profile, long-term and dialogue sections."""
+    """Plan the budget and render the system section and the three memory tiers (profile =
+    semantic, long-term = compressed, dialogue = working)."""
     s, flags, lang = svc.settings, state["flags"], state["lang"]
     question = state["question"]
     plan = plan_tokens(s.token_budget, s.system_budget, s.documents_budget, count_tokens(question))
@@ -39,18 +41,10 @@ def assemble_context(state: AgentState, svc: Services) -> dict[str, Any]:
     if state.get("role") == "clinician":
         system += "\n" + prompts.CLINICIAN_STYLE.get(lang, prompts.CLINICIAN_STYLE["en"])
     sections = {"system": truncate_tokens(system, plan.system), "question": question}
-    if flags.include_profile and flags.memory_mode == "structured":
-        sections["profile"] = render_section("profile", state.get("profile_summary", ""),
-                                             plan.profile, lang)
-    if flags.include_history:
-        working = svc.repo.recent_turns(state["user_id"], flags.working_memory_capacity,
-                                        before_id=state["turn_id"])
-        sections["dialogue"] = render_dialogue([(t.user_text, t.reply) for t in working],
-                                               plan.dialogue, lang)
-        if working:
-            older = svc.repo.recent_turns(state["user_id"], 20, before_id=working[0].id)
-            said = "\n".join(f"- {t.user_text}" for t in reversed(older))
-            sections["long_term"] = render_section("long_term", said, plan.long_term, lang)
+    tiers = memory_sections(svc.repo, state["user_id"], state["turn_id"],
+                            state.get("profile_summary", ""), plan, flags, lang)
+    sections.update(tiers.sections)
     query, reason = rewrite_query(question, state)
     return {"plan": plan.to_dict(), "sections": sections, "retrieval_query": query,
+            "memory": tiers.report,
             "notes": state.get("notes", []) + [f"query rewrite: {reason}"]}
