@@ -31,6 +31,8 @@ from bot.jobs_cli import db_app, jobs_app, worker  # noqa: E402
 app.add_typer(jobs_app, name="jobs")
 app.add_typer(db_app, name="db")
 app.command("worker")(worker)
+admin_app = typer.Typer(no_args_is_help=True, help="Admin commands (each written to the audit log).")
+app.add_typer(admin_app, name="admin")
 
 
 def _setup_logging() -> None:
@@ -209,6 +211,52 @@ def bench_cache_cmd() -> None:
     from core.services import make_embedder
 
     bench_cache(make_embedder(get_settings()))
+
+
+def _admin(args: list[str], as_json: bool) -> None:
+    _setup_logging()
+    from config.settings import get_settings
+    from core.admin import run_cli
+
+    reply = run_cli(args, get_settings())
+    typer.echo(json.dumps(reply.data, ensure_ascii=False, indent=2, default=str) if as_json else reply.text)
+    raise typer.Exit(0 if reply.ok else 2)
+
+
+@admin_app.command("profile")
+def admin_profile(user: str = typer.Argument(..., help="Full user id, e.g. telegram:42."),
+                  as_json: bool = typer.Option(False, "--json")) -> None:
+    """A user's profile and memory tiers."""
+    _admin(["profile", user], as_json)
+
+
+@admin_app.command("clear")
+def admin_clear(user: str = typer.Argument(..., help="Full user id, e.g. slack:T01:U02."),
+                yes: bool = typer.Option(False, "--yes", help="Confirm the erasure."),
+                as_json: bool = typer.Option(False, "--json")) -> None:
+    """Erase everything of a user from every store (database, cache, Redis)."""
+    if not yes:
+        _fail(f"this erases everything of {user}; add --yes to confirm")
+    _admin(["clear", user], as_json)
+
+
+@admin_app.command("stats")
+def admin_stats(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Users, turns, cache hit rate, LLM calls and latency percentiles."""
+    _admin(["stats"], as_json)
+
+
+@bench_app.command("channels")
+def bench_channels_cmd(users: int = typer.Option(50, help="Concurrent simulated users."),
+                       turns: int = typer.Option(2, help="Turns per user in the concurrent run."),
+                       solo_turns: int = typer.Option(10, help="Turns of the user alone."),
+                       delay: float = typer.Option(0.3, help="LLM stub delay per call (s)."),
+                       cache: bool = typer.Option(False, help="Keep the response cache on.")) -> None:
+    """Turn throughput and p95 latency: N concurrent users against one user alone."""
+    _setup_logging()
+    from bot.bench_channels import bench_channels
+
+    bench_channels(users, turns, solo_turns, delay, cache)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aiohttp import web
@@ -129,6 +130,8 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
 
     agent = agent or Agent(settings)
     stop = stop or asyncio.Event()
+    asyncio.get_running_loop().set_default_executor(  # room for every concurrent turn
+        ThreadPoolExecutor(max_workers=settings.max_concurrent_turns + 4))
     _on_signals(stop)
     frontdesk = Frontdesk(agent, settings)
     extra = (settings.telegram_webhook_port,) if settings.telegram_webhook_port else ()

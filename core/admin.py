@@ -13,7 +13,7 @@ Per-turn metrics (latency, LLM calls) are kept in ``turn.meta["metrics"]`` by
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from sqlalchemy import func, select
@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, col
 
 from core.erasure import ErasureResult, erase_user, record_audit, subject_hash
+from core.memory.semantic import semantic_memory
 from core.memory.view import profile_view
 from storage.models import CacheEntry, Turn, User, as_utc
 from storage.repositories import Repository
@@ -106,9 +107,12 @@ class AdminService:
 
     def profile(self, user_id: str, lang: str = "en") -> dict[str, Any]:
         """The user's profile (:func:`core.memory.view.profile_view`) and memory tiers:
-        ``working`` (the last turns verbatim), ``tiers`` (rows of every other table with a
-        ``user_id`` column, e.g. summaries and semantic memory), ``cache_entries`` owned."""
-        view = profile_view(Repository(self.engine), user_id, lang)
+        ``working`` (the last turns verbatim), ``semantic`` (long-term facts with the rule that
+        kept them), ``tiers`` (rows of every other table with a ``user_id`` column, e.g. the
+        compressed summaries), ``cache_entries`` owned."""
+        repo = Repository(self.engine)
+        view = profile_view(repo, user_id, lang)
+        view["semantic"] = [asdict(e) for e in semantic_memory(repo.facts(user_id))]
         view["working"] = working_memory(self.engine, user_id, self.settings.flags.working_memory_capacity)
         view["tiers"] = other_tiers(self.engine, user_id)
         with self.engine.connect() as conn:
@@ -212,6 +216,8 @@ def render_profile(view: dict[str, Any]) -> str:
         value = f"{f.get('value', '')}" + (f"/{f['value2']}" if "value2" in f else "")
         lines.append(f"- {f['slot']} {f.get('name_ko') or f['name']} {value} {f.get('unit', '')} "
                      f"({f['status']}, w={f.get('weight', 1.0):.2f}, x{f['mentions']})")
+    lines += ["", f"**semantic memory** ({len(view['semantic'])})"]
+    lines += [f"- {e['slot']} {e['name']} ({e['reason']})" for e in view["semantic"]]
     lines += ["", f"**working memory** (last {len(view['working'])} turns)"]
     lines += [f"- #{t['turn_id']} {t['user']}" for t in view["working"]]
     for name, tier in view["tiers"].items():
@@ -250,3 +256,23 @@ def _row(row) -> dict[str, Any]:
 def _brief(row: dict[str, Any]) -> str:
     texts = [v for k, v in row.items() if isinstance(v, str) and k not in ("user_id",) and len(v) > 8]
     return max(texts, key=len) if texts else ", ".join(f"{k}={v}" for k, v in row.items())
+
+
+def run_cli(args: list[str], settings) -> AdminReply:
+    """``medbot admin ...`` from the shell: the operator, audited as ``cli:<login>``.
+
+    Args:
+        args: as :meth:`AdminService.command`.
+        settings: :class:`config.settings.Settings` (database and Redis of the service).
+    """
+    import getpass
+
+    from storage.db import make_engine
+    from storage.redis import get_redis
+
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        service = AdminService(engine, settings, redis=get_redis(settings))
+        return service.command(f"cli:{getpass.getuser()}", args, channel="cli", trusted=True)
+    finally:
+        engine.dispose()

@@ -118,8 +118,8 @@ class SessionSerializer:
 def _release_quietly(lock: Any) -> None:
     try:
         lock.release()
-    except Exception:  # expired meanwhile: nothing to release
-        log.warning("session lock %s had expired", lock.name)
+    except Exception as exc:  # expired meanwhile: nothing to release
+        log.warning("session lock %s not released: %r", lock.name, exc)
 
 
 # -- per-user rate limit ---------------------------------------------------------------------

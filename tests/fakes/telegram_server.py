@@ -215,9 +215,9 @@ class FakeTelegramServer:
             if status == 429:
                 body["parameters"] = {"retry_after": retry}
             return status, body
+        self._record(method, params, True)
         if method == "getUpdates":
             return 200, {"ok": True, "result": self._get_updates(params)}
-        self._record(method, params, True)
         return 200, {"ok": True, "result": self._result(method, params)}
 
     def _record(self, method: str, params: dict[str, Any], ok: bool) -> None:
