@@ -195,7 +195,7 @@ def summary(rep: Report) -> dict[str, Any]:
     return {
         "slots": {k: v.row() for k, v in rep.slots.items()},
         "status_accuracy": status,
-        "status_accuracy_negated_family_stopped": round(correct / max(1, total), 3),
+        "status_accuracy_negated_family_stopped": round(correct / total, 3) if total else None,
         "red_flags": {"recall": round(caught / max(1, positives), 3), "positives": positives,
                       "false_positive_rate": round(false_pos / max(1, negatives), 4),
                       "negatives": negatives,
@@ -217,7 +217,8 @@ def render(s: dict[str, Any]) -> str:
     lines.append("")
     lines.append("status accuracy (detected concepts): " +
                  ", ".join(f"{k} {v:.3f}" for k, v in sorted(s["status_accuracy"].items())))
-    lines.append(f"negated + family + stopped: {s['status_accuracy_negated_family_stopped']:.3f}")
+    nfs = s["status_accuracy_negated_family_stopped"]
+    lines.append(f"negated + family + stopped: {'n/a' if nfs is None else format(nfs, '.3f')}")
     rf = s["red_flags"]
     lines.append(f"red flags: recall {rf['recall']:.3f} of {rf['positives']}; false positives "
                  f"{rf['false_positive_rate']:.2%} of {rf['negatives']} non-emergency messages")
