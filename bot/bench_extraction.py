@@ -208,6 +208,15 @@ def summary(rep: Report) -> dict[str, Any]:
     }
 
 
+def rss_mb() -> float:
+    """This process's resident set size in MB (Linux ``/proc/self/status`` VmRSS; 0 elsewhere)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return 0.0
+    return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+
 def render(s: dict[str, Any]) -> str:
     """The summary as plain-text tables."""
     lines = [f"{'slot':<22}{'P':>7}{'R':>7}{'F1':>7}{'TP':>6}{'FP':>6}{'FN':>6}"]
@@ -223,6 +232,9 @@ def render(s: dict[str, Any]) -> str:
     lines.append(f"red flags: recall {rf['recall']:.3f} of {rf['positives']}; false positives "
                  f"{rf['false_positive_rate']:.2%} of {rf['negatives']} non-emergency messages")
     lines.append(_confusion_table(rf["confusion"]))
+    if (st := s.get("startup")):
+        lines.append(f"extractor load (MedCAT pack built or loaded, concept table): {st['extractor_load_s']:.2f} s, "
+                     f"+{st['extractor_rss_mb']:.0f} MB RSS")
     lat = s["latency_ms"]
     lines.append(f"latency per message (ms, after warm-up, {lat['messages']} messages): extraction "
                  f"p50 {lat['extract_p50']:.2f} / p95 {lat['extract_p95']:.2f}; triage "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import os
 import sys
 from pathlib import Path
@@ -191,12 +192,17 @@ def bench_extraction_cmd(dataset: Optional[Path] = typer.Option(None, help="Anno
     from config.settings import get_settings
     from core.services import make_extractor
 
+    from bot.bench_extraction import rss_mb
+
+    rss0, t0 = rss_mb(), time.perf_counter()
     extractor = make_extractor(get_settings())
+    load_s, rss1 = time.perf_counter() - t0, rss_mb()
     if not medcat:
         extractor.recognizer = None
     rows = load_eval(dataset)
     report = evaluate(extractor, rows)
     result = summary(report)
+    result["startup"] = {"extractor_load_s": round(load_s, 2), "extractor_rss_mb": round(rss1 - rss0, 1)}
     typer.echo(json.dumps(result, ensure_ascii=False, indent=2) if as_json else render(result))
     for e in report.errors[:errors]:
         typer.echo(json.dumps(e, ensure_ascii=False), err=True)
