@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -116,8 +117,6 @@ class TelegramChannel:
         if not self.frontdesk.accepting:
             return 503  # Telegram retries later; nothing is lost
         try:
-            import json
-
             update = Update.de_json(json.loads(body), self.app.bot)
         except (ValueError, TypeError, KeyError):
             return 400
