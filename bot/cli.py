@@ -208,6 +208,18 @@ def bench_extraction_cmd(dataset: Optional[Path] = typer.Option(None, help="Anno
         typer.echo(json.dumps(e, ensure_ascii=False), err=True)
 
 
+@bench_app.command("memory")
+def bench_memory_cmd(turns: int = typer.Option(10_000, help="Stored turns for the compression-throughput part."),
+                     index: Optional[Path] = typer.Option(None)) -> None:
+    """Prompt tokens over a 50-turn conversation, retention at the last turn, compression throughput."""
+    _setup_logging()
+    from bot.bench_memory import bench_memory
+    from config.settings import get_settings
+
+    _check_index(index)
+    bench_memory(get_settings(), index, turns)
+
+
 @bench_app.command("cache")
 def bench_cache_cmd() -> None:
     """Calibrate the semantic-cache threshold on paraphrase / hard-negative pairs."""
