@@ -25,7 +25,7 @@ from core.cache.response_cache import ResponseCache
 from core.retention import references, run_retention
 from storage.db import shared_engine
 from storage.locks import LockBusy, job_lock, lock_backend
-from storage.models import CacheEntry, Fact, Turn, User, utcnow
+from storage.models import CacheEntry, Fact, MemorySummary, Turn, User, utcnow
 from storage.repositories import Repository
 from tests.conftest import make_settings
 
@@ -144,6 +144,8 @@ def _user_with_data(engine, user_id: str, last_seen, seed: int) -> int:
                           name="metformin")], [])
     _fill(engine, 2, seed=seed, owner=user_id)
     _fill(engine, 1, seed=seed + 100, source_turn_id=turn_id)  # generic, from their question
+    repo.store_summary(MemorySummary(user_id=user_id, first_turn_id=turn_id, last_turn_id=turn_id,
+                                     turn_ids=[turn_id], text="takes metformin", tokens=3))
     with Session(engine) as s:
         user = s.get(User, user_id)
         user.last_seen_at = last_seen
@@ -182,9 +184,10 @@ def test_retention_deletes_only_inactive_users_everywhere(db_url, tmp_path):
     assert result.counts["users"] == 1
     assert result.counts["cacheentry"] == 3 and result.counts["fact"] == 1
     gone = _rows_of(engine, "console:old", old_turn)
-    assert {"user", "turn", "fact", "cacheentry"} <= set(gone) and set(gone.values()) == {0}
+    assert {"user", "turn", "fact", "cacheentry", "memorysummary"} <= set(gone)
+    assert set(gone.values()) == {0}
     kept = _rows_of(engine, "console:new", new_turn)
-    assert kept == {"user": 1, "turn": 1, "fact": 1, "cacheentry": 3}
+    assert kept == {"user": 1, "turn": 1, "fact": 1, "cacheentry": 3, "memorysummary": 1}
     assert cache.refresh_if_stale() and len(cache) == 3
 
 
