@@ -55,6 +55,14 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(300, alias="CHUNK_TOKENS", ge=50)
     chunk_overlap_tokens: int = Field(50, alias="CHUNK_OVERLAP_TOKENS", ge=0)
     rrf_k: int = Field(60, alias="RRF_K", ge=1)
+    # hybrid retrieval (core/retrieval/search.py); values chosen in docs/benchmarks.md
+    hybrid_fusion: Literal["rrf", "convex"] = Field("rrf", alias="HYBRID_FUSION")
+    retrieval_depth_bm25: int = Field(0, alias="RETRIEVAL_DEPTH_BM25", ge=0)  # 0: max(2k, 10)
+    retrieval_depth_dense: int = Field(0, alias="RETRIEVAL_DEPTH_DENSE", ge=0)  # 0: max(2k, 10)
+    rrf_weight_bm25: float = Field(1.0, alias="RRF_WEIGHT_BM25", ge=0)
+    rrf_weight_dense: float = Field(1.0, alias="RRF_WEIGHT_DENSE", ge=0)
+    convex_alpha: float = Field(0.5, alias="CONVEX_ALPHA", ge=0, le=1)  # weight of the dense score
+    convex_normalization: Literal["minmax", "tmm"] = Field("minmax", alias="CONVEX_NORMALIZATION")
 
     cache_max_entries: int = Field(1000, alias="CACHE_MAX_ENTRIES", ge=1)
     cache_ttl_hours: float = Field(24 * 7, alias="CACHE_TTL_HOURS", gt=0)

@@ -61,6 +61,18 @@ class VectorStore:
                     out[h] = vec
         return out
 
+    def prune(self, keep: set[str]) -> int:
+        """Delete every vector (of any embedder) whose hash is not in ``keep``; returns how many.
+
+        Used when documents are deleted, so their embeddings do not outlive them.
+        """
+        stale = [(h,) for (h,) in self._db.execute("SELECT DISTINCT hash FROM vectors")
+                 if h not in keep]
+        before = self._db.total_changes
+        self._db.executemany("DELETE FROM vectors WHERE hash=?", stale)
+        self._db.commit()
+        return self._db.total_changes - before
+
     def close(self) -> None:
         """Close the connection."""
         self._db.close()
