@@ -277,5 +277,25 @@ def bench_channels_cmd(users: int = typer.Option(50, help="Concurrent simulated 
     bench_channels(users, turns, solo_turns, delay, cache)
 
 
+@bench_app.command("retrieval")
+def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR directory, or a question/answer JSONL (MedQuAD) to derive one from."),
+                        as_json: bool = typer.Option(False, "--json"),
+                        methods: list[str] = typer.Option([], help="bm25s, rank-bm25, dense, hybrid-rrf, convex (repeatable; default all)."),
+                        k: list[int] = typer.Option([], help="Recall cut-offs (repeatable; default 1 5 10 20)."),
+                        unit: str = typer.Option("doc", help="doc (whole documents) or chunk (the service's chunks)."),
+                        sweep: bool = typer.Option(False, help="Also sweep RRF k, depths, weights and convex alpha."),
+                        embed: bool = typer.Option(True, help="Embed missing vectors first (--no-embed: use what is cached)."),
+                        korean: bool = typer.Option(False, help="Compare Korean BM25 tokenisations on the team's set instead."),
+                        cache: Optional[Path] = typer.Option(None, help="Derived sets and indexes (default $MEDBOT_DATA_DIR/bench/retrieval)."),
+                        queries: int = typer.Option(500, help="Queries sampled when deriving a set."),
+                        seed: int = typer.Option(0, help="Seed of that sample.")) -> None:
+    """nDCG@10, Recall@k, MRR@10, build time and latency p50/p95 per retrieval method."""
+    _setup_logging()
+    from bot.bench_retrieval import cli_main
+
+    raise typer.Exit(cli_main(dataset, as_json, methods, k, unit, sweep, embed, korean, cache,
+                              queries, seed))
+
+
 if __name__ == "__main__":
     app()

@@ -37,10 +37,9 @@ import bm25s
 from tqdm import tqdm
 
 from core.embedding import Embedder
-from core.retrieval import tokenize as tok
 from core.retrieval.documents import Chunk, ReadError, chunk_document, read_documents
-from core.retrieval.index import (FORMAT_VERSION, check_compatible, generation_dir,
-                                  read_manifest)
+from core.retrieval.index import (BM25_TOKENIZER, FORMAT_VERSION, bm25_tokens_many,
+                                  check_compatible, generation_dir, read_manifest)
 from core.retrieval.vectors import VectorStore
 from core.tokens import count_tokens
 
@@ -135,13 +134,13 @@ def read_chunks(paths: Sequence[Path], report: IngestReport, chunk_tokens: int =
 
 def bm25_for(chunks: Sequence[Chunk], progress: bool = True) -> bm25s.BM25:
     """A bm25s Okapi index (k1 1.5, b 0.75, Robertson IDF; SPEC.md §7) over ``title + text``
-    of each chunk, tokenised by :func:`core.retrieval.tokenize.tokenize_many`."""
+    of each chunk, tokenised by :func:`core.retrieval.index.bm25_tokens_many`."""
     corpus_tokens: list[list[str]] = []
     batch = 256
     for i in tqdm(range(0, len(chunks), batch), desc="tokenise", unit="batch",
                   disable=not progress, file=sys.stderr):
         texts = [f"{c.title}\n{c.text}" for c in chunks[i:i + batch]]
-        corpus_tokens.extend(toks or [""] for toks in tok.tokenize_many(texts))
+        corpus_tokens.extend(toks or [""] for toks in bm25_tokens_many(texts))
     retriever = bm25s.BM25(k1=1.5, b=0.75, method="robertson")
     retriever.index(corpus_tokens, show_progress=False)
     return retriever
@@ -216,7 +215,7 @@ def publish(index_dir: Path, gen: str, chunks: Sequence[Chunk], embedder_name: s
         previous = None
     sample = chunks[:2000]
     manifest = {"format": FORMAT_VERSION, "generation": gen, "previous": previous,
-                "tokenizer": tok.NAME, "embedder": embedder_name,
+                "tokenizer": BM25_TOKENIZER, "embedder": embedder_name,
                 "documents": len({c.doc_id for c in chunks}), "chunks": len(chunks),
                 "avg_chunk_tokens": round(sum(count_tokens(c.text) for c in sample) / max(len(sample), 1), 1),
                 "built_at": time.time(), "sources": sources}
@@ -271,7 +270,7 @@ def add_documents(paths: Sequence[Path], index_dir: Path, embedder: Embedder | N
     index_dir = Path(index_dir)
     with write_lock(index_dir):
         manifest, old = live_chunks(index_dir)
-        check_compatible({**manifest, "tokenizer": tok.NAME}, embedder.name if embedder else None,
+        check_compatible({**manifest, "tokenizer": BM25_TOKENIZER}, embedder.name if embedder else None,
                          index_dir)
         new = read_chunks(paths, report, chunk_tokens, overlap_tokens, progress)
         new_ids = {c.doc_id for c in new}
