@@ -317,7 +317,8 @@ class Runner:
 
 @dataclass
 class Timed:
-    """Per method: rankings by query id and latencies in ms (search only; with the query
+    """Per method: rankings by query id and latencies in ms (search only, wall clock and this
+    thread's CPU time, which leaves out time lost to other processes; with the query
     embedding, measured end to end with a fresh embedding)."""
 
     rankings: dict[str, dict[str, list[str]]]
@@ -325,6 +326,7 @@ class Timed:
     total_ms: dict[str, list[float]]
     embed_ms: list[float]
     vectors: dict[str, np.ndarray]
+    search_cpu_ms: dict[str, list[float]] = field(default_factory=dict)
 
 
 def time_queries(runner: Runner, queries: dict[str, str], methods: Sequence[str],
@@ -342,7 +344,8 @@ def time_queries(runner: Runner, queries: dict[str, str], methods: Sequence[str]
         vec = runner.embedder.embed_query(q) if needs_vec else None
         for m in methods:
             runner.run(m, q, vec)
-    out = Timed({m: {} for m in methods}, {m: [] for m in methods}, {m: [] for m in methods}, [], {})
+    out = Timed({m: {} for m in methods}, {m: [] for m in methods}, {m: [] for m in methods}, [], {},
+                {m: [] for m in methods})
     for qid, q in tqdm(queries.items(), desc="queries", unit="q", disable=not progress,
                        file=sys.stderr):
         vec = None
@@ -352,9 +355,10 @@ def time_queries(runner: Runner, queries: dict[str, str], methods: Sequence[str]
             out.embed_ms.append((time.perf_counter() - t0) * 1000)
             out.vectors[qid] = vec
         for m in methods:
-            t0 = time.perf_counter()
+            c0, t0 = time.thread_time(), time.perf_counter()
             out.rankings[m][qid] = runner.run(m, q, vec)
             search = (time.perf_counter() - t0) * 1000
+            out.search_cpu_ms[m].append((time.thread_time() - c0) * 1000)
             out.search_ms[m].append(search)
             if m in DENSE_METHODS and needs_vec:
                 t0 = time.perf_counter()
@@ -468,15 +472,35 @@ def run_sweep(cands: dict[str, Candidates], qrels: dict[str, dict[str, int]],
 
 # ----------------------------------------------------------------------------- the report
 
-def build_summary(lex: dict[str, float], stats: BuildStats) -> dict[str, dict[str, float | None]]:
+def dense_sample(index: "HybridIndex", embedder: Embedder, n: int = 32) -> dict[str, float]:
+    """Embedding throughput measured now on ``n`` units spread over the corpus (not stored):
+    units/s and model tokens/s (tokens counted after truncation when the embedder truncates)."""
+    step = max(len(index.chunks) // n, 1)
+    texts = [f"{c['title']}\n{c['text']}" for c in index.chunks[::step][:n]]
+    count = getattr(embedder, "_count", None)
+    limit = getattr(embedder, "limit", 10 ** 9)
+    tokens = sum(min(count(t), limit) for t in texts) if count else None
+    t0 = time.perf_counter()
+    embedder.embed_passages(texts)
+    seconds = time.perf_counter() - t0
+    out = {"units": len(texts), "seconds": seconds, "per_second": len(texts) / seconds}
+    if tokens is not None:
+        out["tokens_per_second"] = tokens / seconds
+        out["mean_tokens"] = tokens / len(texts)
+    return out
+
+
+def build_summary(lex: dict[str, float], stats: BuildStats, sample: dict | None = None
+                  ) -> dict[str, dict[str, float | None]]:
     """Index build time per method (seconds) and throughput (units per second).
 
-    Dense time is the full embedding of every unit at the throughput recorded over all runs
-    of the dense stage (``dense_build.json``); hybrid methods need BM25 and dense.
+    Dense time is the embedding of every unit at the throughput of ``sample`` (measured this
+    run) or else the one recorded over all runs of the dense stage (``dense_build.json``);
+    hybrid methods need BM25 and dense.
     """
     units = lex["units"]
     bm25s_s = lex["tokenize_s"] + lex["bm25s_index_s"]
-    rate = stats.dense_recorded.get("per_second")
+    rate = (sample or {}).get("per_second") or stats.dense_recorded.get("per_second")
     dense_s = units / rate if rate else None
     out: dict[str, dict[str, float | None]] = {"bm25s": {"seconds": bm25s_s}}
     if "rank_bm25_index_s" in lex:
@@ -509,6 +533,9 @@ def render(result: dict) -> str:
         row += (f"{_fmt(b['seconds'], '.1f'):>10}{_fmt(b['units_per_s'], '.1f'):>10}"
                 f"{s['p50']:>11.2f}{s['p95']:>8.2f}{t['p50']:>11.2f}{t['p95']:>8.2f}")
         lines.append(row)
+    lines.append("search CPU time p50 / p95 ms (this thread only): " + ", ".join(
+        f"{m} {r['latency_ms']['search_cpu']['p50']:.2f} / {r['latency_ms']['search_cpu']['p95']:.2f}"
+        for m, r in result["methods"].items() if "search_cpu" in r["latency_ms"]))
     e = result.get("embedding_ms")
     if e:
         lines.append(f"query embedding alone: p50 {e['p50']:.2f} ms, p95 {e['p95']:.2f} ms")
@@ -522,6 +549,12 @@ def render(result: dict) -> str:
                  + f"; dense {_fmt(d['dense'].get('per_second'), '.2f')} units/s "
                    f"({d['dense'].get('embedded', 0)} units embedded in "
                    f"{d['dense'].get('seconds', 0.0):.0f} s over all runs)")
+    ds_ = d.get("dense_sample")
+    if ds_:
+        lines.append(f"dense throughput now ({ds_['units']} units): {ds_['per_second']:.2f} units/s"
+                     + (f", {ds_['tokens_per_second']:.0f} model tokens/s, {ds_['mean_tokens']:.0f} "
+                        f"tokens/unit" if "tokens_per_second" in ds_ else "")
+                     + " (used for the dense build times above)")
     return "\n".join(lines)
 
 
@@ -551,12 +584,14 @@ def render_sweep(rows: list[dict], top: int = 5) -> str:
 def bench_retrieval(dataset: Path, methods: Sequence[str] = METHODS, ks: Sequence[int] = (1, 5, 10, 20),
                     cache: Path | None = None, unit: str = "doc", sweep: bool = False,
                     embed: bool = True, n_queries: int = 500, seed: int = 0,
-                    progress: bool = True, embedder: Embedder | None = None) -> dict:
+                    progress: bool = True, embedder: Embedder | None = None,
+                    throughput_sample: bool = True) -> dict:
     """Evaluate ``methods`` on a BEIR set (or a derived MedQuAD-style set); see the module doc.
 
     Args:
         embedder: the query/passage embedder (default: the configured one); wrapped by
             :class:`WindowEmbedder` for ``unit="doc"``.
+        throughput_sample: also time embedding 32 units now (:func:`dense_sample`).
     Returns:
         A JSON-ready dict: corpus, per-method metrics / build / latency (ms), embedding
         latency, and with ``sweep`` every fusion configuration's metrics.
@@ -577,17 +612,19 @@ def bench_retrieval(dataset: Path, methods: Sequence[str] = METHODS, ks: Sequenc
     cfg = FusionConfig.from_settings()
     runner = Runner(idx, emb, max(max(ks), 10), replace(cfg, fusion="rrf"),
                     replace(cfg, fusion="convex"), rank, [c["doc_id"] for c in idx.chunks])
+    sample = dense_sample(idx, emb) if emb is not None and throughput_sample else None
     timed = time_queries(runner, ds.queries, methods, progress=progress)
-    builds = build_summary(lex, stats)
+    builds = build_summary(lex, stats, sample)
     result = {"dataset": ds.name, "key": dataset_key(ds), "unit": unit, "queries": len(ds.queries),
               "embedder": emb.name if emb else None,
               "corpus": {"documents": stats.documents, "units": stats.units,
                          "dense_coverage": "{}/{}".format(*idx.dense_coverage)},
               "config": {"rrf": vars(runner.rrf_cfg), "convex": vars(runner.convex_cfg)},
-              "build": {**lex, "dense": stats.dense_recorded},
+              "build": {**lex, "dense": stats.dense_recorded, "dense_sample": sample},
               "methods": {m: {"metrics": evaluate(timed.rankings[m], ds.qrels, recall_ks=ks),
                               "build": builds.get(m, {"seconds": None, "units_per_s": None}),
                               "latency_ms": {"search": percentiles(timed.search_ms[m]),
+                                             "search_cpu": percentiles(timed.search_cpu_ms[m]),
                                              "with_embedding": percentiles(timed.total_ms[m])}}
                           for m in methods}}
     if timed.embed_ms:
@@ -655,12 +692,25 @@ def bm25_variant(texts: Sequence[str], fn: Callable[[str], list[str]]) -> tuple[
     return retriever, time.perf_counter() - t0
 
 
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], n: int = 5000, seed: int = 0
+                     ) -> dict[str, float]:
+    """Mean of the per-query differences ``a − b`` with a 95% percentile-bootstrap interval
+    (queries resampled with replacement ``n`` times; Efron & Tibshirani 1993), and how many
+    queries each side wins."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, len(d), (n, len(d)))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return {"delta": float(d.mean()), "ci95_low": float(lo), "ci95_high": float(hi),
+            "wins": int((d > 0).sum()), "losses": int((d < 0).sum())}
+
+
 def bench_korean(index_dir: Path, embedder: Embedder | None, path: Path = KOREAN_SET,
                  ks: Sequence[int] = (1, 5, 10, 20)) -> dict:
     """BM25 with each Korean tokenisation over the index's chunks (documents by their best
     chunk), plus the index's own dense / hybrid methods when ``embedder`` is given."""
     from core.retrieval.index import HybridIndex
-    from core.retrieval.metrics import evaluate
+    from core.retrieval.metrics import evaluate, ndcg_at_k
     from core.retrieval.search import FusionConfig
 
     queries, qrels = load_korean(path)
@@ -680,7 +730,12 @@ def bench_korean(index_dir: Path, embedder: Embedder | None, path: Path = KOREAN
             ranked[qid] = top_docs(unit_doc, np.asarray(scores), k)
             ms.append((time.perf_counter() - t0) * 1000)
         out["methods"][f"bm25 {name}"] = {"metrics": evaluate(ranked, qrels, recall_ks=ks),
-                                          "build_s": build_s, "latency_ms": percentiles(ms)}
+                                          "build_s": build_s, "latency_ms": percentiles(ms),
+                                          "ndcg_per_query": [ndcg_at_k(ranked[q], qrels[q])
+                                                             for q in queries]}
+    base = out["methods"]["bm25 kiwi-morphemes"]["ndcg_per_query"]
+    out["vs_kiwi_morphemes"] = {m: paired_bootstrap(r["ndcg_per_query"], base)
+                                for m, r in out["methods"].items() if m != "bm25 kiwi-morphemes"}
     if embedder is not None:
         from dataclasses import replace
 
@@ -698,10 +753,14 @@ def render_korean(result: dict) -> str:
     names = list(next(iter(result["methods"].values()))["metrics"])
     lines = [f"Korean set: {result['queries']} queries over {result['units']} chunks of the "
              f"bundled corpus ({result['set']})",
-             f"{'method':<22}" + "".join(f"{n:>10}" for n in names) + f"{'build s':>9}{'p50 ms':>8}"]
+             f"{'method':<28}" + "".join(f"{n:>10}" for n in names) + f"{'build s':>9}{'p50 ms':>8}"]
     for m, r in result["methods"].items():
-        lines.append(f"{m:<22}" + "".join(f"{r['metrics'][n]:>10.3f}" for n in names)
+        lines.append(f"{m:<28}" + "".join(f"{r['metrics'][n]:>10.3f}" for n in names)
                      + f"{_fmt(r['build_s'], '.2f'):>9}{r['latency_ms']['p50']:>8.2f}")
+    lines.append("nDCG@10 minus Kiwi morphemes' (paired bootstrap, 95% CI; queries won/lost):")
+    for m, b in result.get("vs_kiwi_morphemes", {}).items():
+        lines.append(f"  {m:<26} {b['delta']:+.3f} [{b['ci95_low']:+.3f}, {b['ci95_high']:+.3f}] "
+                     f"{b['wins']}/{b['losses']}")
     return "\n".join(lines)
 
 

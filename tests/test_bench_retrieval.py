@@ -137,6 +137,7 @@ def test_bench_report_shape_and_resume(tmp_path):
     assert result["methods"]["bm25s"]["metrics"]["Recall@1"] == 1.0
     assert result["methods"]["rank-bm25"]["metrics"]["Recall@1"] == 1.0
     assert result["build"]["dense"]["embedded"] == 6
+    assert result["build"]["dense_sample"]["units"] == 6    # timed now, not stored
     assert len(result["sweep"]) == len(br.sweep_grid())
     text = br.render(result) + br.render_sweep(result["sweep"])
     assert "hybrid-rrf" in text and "best convex" in text
@@ -144,7 +145,7 @@ def test_bench_report_shape_and_resume(tmp_path):
 
     counting = FakeEmbedder()
     again = br.bench_retrieval(data, methods=("bm25s", "dense"), cache=tmp_path / "cache",
-                               progress=False, embedder=counting)
+                               progress=False, embedder=counting, throughput_sample=False)
     assert counting.passages == 0                           # vectors came from the cache
     assert again["build"]["dense"]["embedded"] == 6 and set(again["methods"]) == {"bm25s", "dense"}
 
