@@ -346,3 +346,24 @@ def test_ingest_module_keeps_its_public_names():
     for name in ("build_bm25_stage", "embed_missing", "IngestReport", "add_documents",
                  "delete_documents", "rebuild_index"):
         assert hasattr(ingest, name)
+
+
+def test_ingest_entry_points_rebuild_add_and_delete(tmp_path, capsys):
+    from bot.ingest import run_add, run_delete, run_ingest
+
+    index_dir = tmp_path / "index"
+    assert run_ingest([write(tmp_path / "v1.jsonl", V1)], index_dir, True, 16) == 0
+    first = read_manifest(index_dir)["generation"]
+    live = HybridIndex(index_dir, None)
+    assert run_ingest([write(tmp_path / "v2.jsonl", V2)], index_dir, True, 16) == 0
+    assert "rebuilding beside it" in capsys.readouterr().err
+    assert read_manifest(index_dir)["generation"] != first
+    assert doc_ids(live) == {d["id"] for d in V1}            # until it follows the swap
+    live.refresh_dense(force=True)
+    assert doc_ids(live) == {d["id"] for d in V2}
+    assert run_add([write(tmp_path / "more.jsonl", V1[:2])], index_dir, bm25_only=True) == 0
+    assert doc_ids(HybridIndex(index_dir, None)) == {d["id"] for d in V2 + V1[:2]}
+    assert run_delete(["d0", "nope"], index_dir) == 0
+    assert "not in the index: nope" in capsys.readouterr().err
+    assert run_delete(["nope"], index_dir) == 2
+    assert run_add([tmp_path / "v1.jsonl"], tmp_path / "no-index", bm25_only=True) == 2
