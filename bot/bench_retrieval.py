@@ -599,7 +599,6 @@ def bench_retrieval(dataset: Path, methods: Sequence[str] = METHODS, ks: Sequenc
     from dataclasses import replace
 
     from core.retrieval.index import HybridIndex
-    from core.retrieval.metrics import evaluate
     from core.retrieval.search import FusionConfig
 
     cache = Path(cache or default_cache())
@@ -621,12 +620,7 @@ def bench_retrieval(dataset: Path, methods: Sequence[str] = METHODS, ks: Sequenc
                          "dense_coverage": "{}/{}".format(*idx.dense_coverage)},
               "config": {"rrf": vars(runner.rrf_cfg), "convex": vars(runner.convex_cfg)},
               "build": {**lex, "dense": stats.dense_recorded, "dense_sample": sample},
-              "methods": {m: {"metrics": evaluate(timed.rankings[m], ds.qrels, recall_ks=ks),
-                              "build": builds.get(m, {"seconds": None, "units_per_s": None}),
-                              "latency_ms": {"search": percentiles(timed.search_ms[m]),
-                                             "search_cpu": percentiles(timed.search_cpu_ms[m]),
-                                             "with_embedding": percentiles(timed.total_ms[m])}}
-                          for m in methods}}
+              "methods": method_rows(timed, ds.qrels, builds, ks)}
     if timed.embed_ms:
         result["embedding_ms"] = percentiles(timed.embed_ms)
     if sweep and timed.vectors:
@@ -762,6 +756,19 @@ def render_korean(result: dict) -> str:
         lines.append(f"  {m:<26} {b['delta']:+.3f} [{b['ci95_low']:+.3f}, {b['ci95_high']:+.3f}] "
                      f"{b['wins']}/{b['losses']}")
     return "\n".join(lines)
+
+
+def method_rows(timed: Timed, qrels: dict[str, dict[str, int]], builds: dict, ks: Sequence[int]
+                ) -> dict[str, dict]:
+    """Per method: metrics (:func:`core.retrieval.metrics.evaluate`), build, latency (ms)."""
+    from core.retrieval.metrics import evaluate
+
+    return {m: {"metrics": evaluate(timed.rankings[m], qrels, recall_ks=ks),
+                "build": builds.get(m, {"seconds": None, "units_per_s": None}),
+                "latency_ms": {"search": percentiles(timed.search_ms[m]),
+                               "search_cpu": percentiles(timed.search_cpu_ms[m]),
+                               "with_embedding": percentiles(timed.total_ms[m])}}
+            for m in timed.rankings}
 
 
 def _embedder(unit: str, base: Embedder | None = None) -> Embedder:
