@@ -330,12 +330,14 @@ class Timed:
 
 
 def time_queries(runner: Runner, queries: dict[str, str], methods: Sequence[str],
-                 warmup: int = 10, progress: bool = True) -> Timed:
+                 warmup: int = 10, progress: bool = True, end_to_end: bool = True) -> Timed:
     """Run every query through every method, interleaved (so load changes hit all alike).
 
     Per query: the embedding alone is timed once; each method is timed on that vector
     (search only) and, for methods that embed, again end to end with a new embedding.
-    The first ``warmup`` queries are run once untimed first.
+    The first ``warmup`` queries are run once untimed first. ``end_to_end=False`` skips the
+    second embedding (rankings only: ``with_embedding`` then adds the embedding time measured
+    once to each search time).
     """
     from tqdm import tqdm
 
@@ -360,7 +362,9 @@ def time_queries(runner: Runner, queries: dict[str, str], methods: Sequence[str]
             search = (time.perf_counter() - t0) * 1000
             out.search_cpu_ms[m].append((time.thread_time() - c0) * 1000)
             out.search_ms[m].append(search)
-            if m in DENSE_METHODS and needs_vec:
+            if m in DENSE_METHODS and needs_vec and not end_to_end:
+                search += out.embed_ms[-1]
+            elif m in DENSE_METHODS and needs_vec:
                 t0 = time.perf_counter()
                 runner.run(m, q, runner.embedder.embed_query(q))
                 search = (time.perf_counter() - t0) * 1000
@@ -449,7 +453,7 @@ def sweep_grid() -> list["FusionConfig"]:
 
     grid = [FusionConfig("rrf", rk, db, dd, 1.0, wd)
             for rk in (1, 5, 10, 20, 40, 60, 100) for db in (10, 20, 40, 100)
-            for dd in (10, 20, 40, 100) for wd in (1.0, 2.0)]
+            for dd in (10, 20, 40, 100) for wd in (1.0, 1.5, 2.0, 3.0)]
     grid += [FusionConfig("convex", 60, db, dd, alpha=a / 10, normalization=norm)
              for a in range(1, 10) for norm in ("minmax", "tmm")
              for db, dd in ((10, 10), (20, 20), (40, 40), (100, 100))]
@@ -457,17 +461,38 @@ def sweep_grid() -> list["FusionConfig"]:
 
 
 def run_sweep(cands: dict[str, Candidates], qrels: dict[str, dict[str, int]],
-              unit_doc: Sequence[str], k: int = 20) -> list[dict]:
-    """Metrics of every :func:`sweep_grid` configuration (rows, in grid order)."""
+              unit_doc: Sequence[str], k: int = 20) -> tuple[list[dict], dict]:
+    """Metrics of every :func:`sweep_grid` configuration (rows, in grid order), and a two-fold
+    check of choosing by the sweep: queries split alternately into halves A and B; the best
+    configuration per fusion by nDCG@10 on one half is scored on the other."""
     from dataclasses import asdict
 
-    from core.retrieval.metrics import evaluate
+    from core.retrieval.metrics import evaluate, ndcg_at_k
 
-    rows = []
+    rows, per_query = [], []
+    qids = list(cands)
     for cfg in sweep_grid():
         ranked = {q: fuse_docs(c, unit_doc, k, cfg) for q, c in cands.items()}
         rows.append({**asdict(cfg), **evaluate(ranked, qrels)})
-    return rows
+        per_query.append(np.asarray([ndcg_at_k(ranked[q], qrels[q]) for q in qids]))
+    return rows, two_fold(rows, np.stack(per_query))
+
+
+def two_fold(rows: list[dict], ndcg: np.ndarray) -> dict:
+    """For each fusion: the configuration with the best mean nDCG@10 on even-numbered queries
+    scored on the odd ones, and the other way round (``ndcg``: configurations × queries)."""
+    halves = {"A": np.arange(0, ndcg.shape[1], 2), "B": np.arange(1, ndcg.shape[1], 2)}
+    out: dict = {}
+    for fusion in ("rrf", "convex"):
+        idx = [i for i, r in enumerate(rows) if r["fusion"] == fusion]
+        for pick, test in (("A", "B"), ("B", "A")):
+            best = max(idx, key=lambda i: ndcg[i, halves[pick]].mean())
+            out[f"{fusion} chosen on {pick}"] = {
+                "config": {k: rows[best][k] for k in ("rrf_k", "depth_bm25", "depth_dense",
+                                                       "rrf_weight_dense", "alpha", "normalization")},
+                f"nDCG@10 on {pick}": float(ndcg[best, halves[pick]].mean()),
+                f"nDCG@10 on {test}": float(ndcg[best, halves[test]].mean())}
+    return out
 
 
 # ----------------------------------------------------------------------------- the report
@@ -585,13 +610,15 @@ def bench_retrieval(dataset: Path, methods: Sequence[str] = METHODS, ks: Sequenc
                     cache: Path | None = None, unit: str = "doc", sweep: bool = False,
                     embed: bool = True, n_queries: int = 500, seed: int = 0,
                     progress: bool = True, embedder: Embedder | None = None,
-                    throughput_sample: bool = True) -> dict:
+                    throughput_sample: bool = True, end_to_end: bool = True) -> dict:
     """Evaluate ``methods`` on a BEIR set (or a derived MedQuAD-style set); see the module doc.
 
     Args:
         embedder: the query/passage embedder (default: the configured one); wrapped by
             :class:`WindowEmbedder` for ``unit="doc"``.
         throughput_sample: also time embedding 32 units now (:func:`dense_sample`).
+        end_to_end: time each embedding method end to end with a second query embedding
+            (see :func:`time_queries`).
     Returns:
         A JSON-ready dict: corpus, per-method metrics / build / latency (ms), embedding
         latency, and with ``sweep`` every fusion configuration's metrics.
@@ -612,7 +639,7 @@ def bench_retrieval(dataset: Path, methods: Sequence[str] = METHODS, ks: Sequenc
     runner = Runner(idx, emb, max(max(ks), 10), replace(cfg, fusion="rrf"),
                     replace(cfg, fusion="convex"), rank, [c["doc_id"] for c in idx.chunks])
     sample = dense_sample(idx, emb) if emb is not None and throughput_sample else None
-    timed = time_queries(runner, ds.queries, methods, progress=progress)
+    timed = time_queries(runner, ds.queries, methods, progress=progress, end_to_end=end_to_end)
     builds = build_summary(lex, stats, sample)
     result = {"dataset": ds.name, "key": dataset_key(ds), "unit": unit, "queries": len(ds.queries),
               "embedder": emb.name if emb else None,
@@ -625,7 +652,8 @@ def bench_retrieval(dataset: Path, methods: Sequence[str] = METHODS, ks: Sequenc
         result["embedding_ms"] = percentiles(timed.embed_ms)
     if sweep and timed.vectors:
         cands = gather_candidates(idx, ds.queries, timed.vectors)
-        result["sweep"] = run_sweep(cands, ds.qrels, runner.unit_doc, runner.k)
+        result["sweep"], result["sweep_two_fold"] = run_sweep(cands, ds.qrels, runner.unit_doc,
+                                                              runner.k)
     return result
 
 
@@ -797,7 +825,7 @@ if __name__ == "__main__":  # python -m bot.bench_retrieval DATASET... [--chunk]
 
 def cli_main(dataset: Path | None, as_json: bool, methods: Sequence[str], ks: Sequence[int],
              unit: str, sweep: bool, embed: bool, korean: bool, cache: Path | None,
-             n_queries: int, seed: int) -> int:
+             n_queries: int, seed: int, timing: bool = True) -> int:
     """``medbot bench retrieval``: print the table (or JSON); returns the exit code."""
     if korean:
         from config.settings import get_settings
@@ -820,11 +848,13 @@ def cli_main(dataset: Path | None, as_json: bool, methods: Sequence[str], ks: Se
         _log(f"error: no such dataset: {dataset}")
         return 2
     result = bench_retrieval(Path(dataset), tuple(methods) or METHODS, tuple(ks) or (1, 5, 10, 20),
-                             cache, unit, sweep, embed, n_queries, seed)
+                             cache, unit, sweep, embed, n_queries, seed,
+                             throughput_sample=timing, end_to_end=timing)
     if as_json:
         print(json.dumps(result, indent=2))
     else:
         print(render(result))
         if "sweep" in result:
             print(render_sweep(result["sweep"]))
+            print(json.dumps(result["sweep_two_fold"], indent=1))
     return 0

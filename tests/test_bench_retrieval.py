@@ -139,13 +139,16 @@ def test_bench_report_shape_and_resume(tmp_path):
     assert result["build"]["dense"]["embedded"] == 6
     assert result["build"]["dense_sample"]["units"] == 6    # timed now, not stored
     assert len(result["sweep"]) == len(br.sweep_grid())
+    assert set(result["sweep_two_fold"]) == {"rrf chosen on A", "rrf chosen on B",
+                                             "convex chosen on A", "convex chosen on B"}
     text = br.render(result) + br.render_sweep(result["sweep"])
     assert "hybrid-rrf" in text and "best convex" in text
     json.dumps(result)  # JSON-ready
 
     counting = FakeEmbedder()
     again = br.bench_retrieval(data, methods=("bm25s", "dense"), cache=tmp_path / "cache",
-                               progress=False, embedder=counting, throughput_sample=False)
+                               progress=False, embedder=counting, throughput_sample=False,
+                               end_to_end=False)
     assert counting.passages == 0                           # vectors came from the cache
     assert again["build"]["dense"]["embedded"] == 6 and set(again["methods"]) == {"bm25s", "dense"}
 
