@@ -289,13 +289,14 @@ def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR 
                         cache: Optional[Path] = typer.Option(None, help="Derived sets and indexes (default $MEDBOT_DATA_DIR/bench/retrieval)."),
                         queries: int = typer.Option(500, help="Queries sampled when deriving a set."),
                         seed: int = typer.Option(0, help="Seed of that sample."),
-                        timing: bool = typer.Option(True, help="--no-timing: rankings only (one query embedding each, no end-to-end pass).")) -> None:
+                        timing: bool = typer.Option(True, help="--no-timing: rankings only (one query embedding each, no end-to-end pass)."),
+                        choose: list[Path] = typer.Option([], help="Rank fusion configurations over saved --json --sweep results (repeatable, one per set).")) -> None:
     """nDCG@10, Recall@k, MRR@10, build time and latency p50/p95 per retrieval method."""
     _setup_logging()
     from bot.bench_retrieval import cli_main
 
     raise typer.Exit(cli_main(dataset, as_json, methods, k, unit, sweep, embed, korean, cache,
-                              queries, seed, timing))
+                              queries, seed, timing, choose))
 
 
 if __name__ == "__main__":

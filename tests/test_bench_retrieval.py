@@ -208,3 +208,30 @@ def test_korean_bench_ranks_with_every_tokenisation(default_index):
     for r in result["methods"].values():
         assert 0.0 < r["metrics"]["nDCG@10"] <= 1.0
     assert "Korean set" in br.render_korean(result)
+
+
+def _row(fusion: str, rrf_k: int, alpha: float, ndcg: float) -> dict:
+    return {"fusion": fusion, "rrf_k": rrf_k, "depth_bm25": 40, "depth_dense": 40,
+            "rrf_weight_bm25": 1.0, "rrf_weight_dense": 1.0, "alpha": alpha,
+            "normalization": "minmax", "nDCG@10": ndcg}
+
+
+def test_choose_across_ranks_configurations_present_in_every_set_by_mean():
+    m = lambda v: {"metrics": {"nDCG@10": v}}  # noqa: E731
+    results = {
+        "a": {"methods": {"bm25s": m(0.5), "dense": m(0.7), "hybrid-rrf": m(0.95)},
+              "sweep": [_row("rrf", 60, 0.5, 0.8), _row("convex", 60, 0.7, 0.6)]},
+        "b": {"methods": {"bm25 kiwi": m(0.6), "dense": m(0.5)},
+              "sweep": [_row("rrf", 60, 0.5, 0.5), _row("convex", 60, 0.7, 0.9),
+                        _row("rrf", 5, 0.5, 1.0)]},          # not swept on "a": left out
+    }
+    rows = br.choose_across(results)
+    assert [r["config"]["fusion"] for r in rows] == ["convex", "rrf"]
+    assert rows[0]["mean"] == pytest.approx(0.75) and rows[1]["mean"] == pytest.approx(0.65)
+    # gaps to the best *single* retriever (dense 0.7 on a, BM25 0.6 on b; fusion rows ignored)
+    assert rows[0]["worst_gap"] == pytest.approx(0.6 - 0.7)
+    assert rows[1]["worst_gap"] == pytest.approx(0.5 - 0.6)
+    text = br.render_choice(rows, results)
+    assert "a dense 0.700, b bm25 kiwi 0.600" in text and "a=0.7 minmax" in text
+    with pytest.raises(ValueError):
+        br.choose_across({"c": {"methods": {"dense": m(0.5)}}})

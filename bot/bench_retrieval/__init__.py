@@ -34,8 +34,8 @@ from bot.bench_retrieval.datasets import (BeirSet, dataset_key, default_cache, d
 from bot.bench_retrieval.korean import (bench_korean, char_bigrams, korean_tokenizers, load_korean,
                                         paired_bootstrap, render_korean, whitespace_tokens)
 from bot.bench_retrieval.report import render
-from bot.bench_retrieval.sweep import (Candidates, fuse_docs, gather_candidates, render_sweep, run_sweep,
-                                       sweep_grid, two_fold)
+from bot.bench_retrieval.sweep import (Candidates, choose_across, fuse_docs, gather_candidates,
+                                       render_choice, render_sweep, run_sweep, sweep_grid, two_fold)
 from bot.bench_retrieval.timing import (DENSE_METHODS, METHODS, Runner, Timed, method_rows, percentiles,
                                         time_queries, top_docs)
 
@@ -47,6 +47,7 @@ __all__ = [
     "build_summary",
     "BuildStats",
     "Candidates",
+    "choose_across",
     "char_bigrams",
     "cli_main",
     "dataset_key",
@@ -69,6 +70,7 @@ __all__ = [
     "percentiles",
     "prepare_index",
     "render",
+    "render_choice",
     "render_korean",
     "render_sweep",
     "resolve_dataset",
@@ -136,10 +138,27 @@ def bench_retrieval(dataset: Path, methods: Sequence[str] = METHODS, ks: Sequenc
     return result
 
 
+def _choose(paths: Sequence[Path], as_json: bool) -> int:
+    try:
+        results = {Path(p).stem: json.loads(Path(p).read_text(encoding="utf-8")) for p in paths}
+        rows = choose_across(results)
+    except (OSError, ValueError, KeyError) as exc:
+        log(f"error: {exc}")
+        return 2
+    print(json.dumps(rows[:20], indent=1) if as_json else render_choice(rows, results))
+    return 0
+
+
 def cli_main(dataset: Path | None, as_json: bool, methods: Sequence[str], ks: Sequence[int],
              unit: str, sweep: bool, embed: bool, korean: bool, cache: Path | None,
-             n_queries: int, seed: int, timing: bool = True) -> int:
-    """``medbot bench retrieval``: print the table (or JSON); returns the exit code."""
+             n_queries: int, seed: int, timing: bool = True, choose: Sequence[Path] = ()) -> int:
+    """``medbot bench retrieval``: print the table (or JSON); returns the exit code.
+
+    ``choose``: instead, rank the fusion configurations over saved ``--json --sweep`` results
+    (one file per test set, named by its stem) with :func:`~.sweep.choose_across`.
+    """
+    if choose:
+        return _choose(choose, as_json)
     if korean:
         from config.settings import get_settings
         from core.knowledge import ensure_default_index
@@ -149,8 +168,11 @@ def cli_main(dataset: Path | None, as_json: bool, methods: Sequence[str], ks: Se
         index_dir = get_settings().resolved_index_dir
         if get_settings().index_dir is None:
             ensure_default_index(index_dir, emb)
-        result = bench_korean(index_dir, emb, ks=tuple(ks) or (1, 5, 10, 20))
+        result = bench_korean(index_dir, emb, ks=tuple(ks) or (1, 5, 10, 20), sweep=sweep)
         print(json.dumps(result, indent=2) if as_json else render_korean(result))
+        if "sweep" in result and not as_json:
+            print(render_sweep(result["sweep"]))
+            print(json.dumps(result["sweep_two_fold"], indent=1))
         return 0
     bad = [m for m in methods if m not in METHODS]
     if dataset is None or bad or unit not in ("doc", "chunk"):

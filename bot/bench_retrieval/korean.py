@@ -85,9 +85,11 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], n: int = 5000, seed
 
 
 def bench_korean(index_dir: Path, embedder: Embedder | None, path: Path = KOREAN_SET,
-                 ks: Sequence[int] = (1, 5, 10, 20)) -> dict:
+                 ks: Sequence[int] = (1, 5, 10, 20), sweep: bool = False) -> dict:
     """BM25 with each Korean tokenisation over the index's chunks (documents by their best
-    chunk), plus the index's own dense / hybrid methods when ``embedder`` is given."""
+    chunk), plus the index's own dense / hybrid methods when ``embedder`` is given, and with
+    ``sweep`` every fusion configuration of :func:`~bot.bench_retrieval.sweep.sweep_grid`
+    (``result["sweep"]``, ``result["sweep_two_fold"]``)."""
     from core.retrieval.index import HybridIndex
     from core.retrieval.metrics import evaluate, ndcg_at_k
     from core.retrieval.search import FusionConfig
@@ -124,6 +126,11 @@ def bench_korean(index_dir: Path, embedder: Embedder | None, path: Path = KOREAN
         for m in ("dense", "hybrid-rrf", "convex"):
             out["methods"][m] = {"metrics": evaluate(timed.rankings[m], qrels, recall_ks=ks),
                                  "build_s": None, "latency_ms": percentiles(timed.search_ms[m])}
+        if sweep:
+            from bot.bench_retrieval.sweep import gather_candidates, run_sweep
+
+            cands = gather_candidates(idx, queries, timed.vectors)
+            out["sweep"], out["sweep_two_fold"] = run_sweep(cands, qrels, unit_doc, k)
     return out
 
 

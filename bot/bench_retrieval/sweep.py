@@ -132,3 +132,68 @@ def render_sweep(rows: list[dict], top: int = 5) -> str:
     out.append("convex alpha at depth 40/40:")
     out += [line(r) for r in rows if r["fusion"] == "convex" and r["depth_bm25"] == 40]
     return "\n".join(out)
+
+
+# ------------------------------------------------------------------ choosing across test sets
+
+CONFIG_KEYS = ("fusion", "rrf_k", "depth_bm25", "depth_dense", "rrf_weight_bm25", "rrf_weight_dense",
+               "alpha", "normalization")
+
+
+def best_single(result: dict, metric: str = "nDCG@10") -> tuple[str, float]:
+    """The best single retriever of a bench result: (method, metric). Single retrievers are
+    ``bm25s``, ``rank-bm25``, ``dense`` and the Korean comparison's ``bm25 <tokeniser>`` rows."""
+    singles = {m: r["metrics"][metric] for m, r in result["methods"].items()
+               if m in ("bm25s", "rank-bm25", "dense") or m.startswith("bm25 ")}
+    name = max(singles, key=singles.__getitem__)
+    return name, singles[name]
+
+
+def choose_across(results: dict[str, dict], metric: str = "nDCG@10") -> list[dict]:
+    """Rank the fusion configurations swept on several test sets by their mean ``metric``.
+
+    Args:
+        results: set name -> a ``--json --sweep`` result of ``medbot bench retrieval`` (either
+            kind, BEIR or Korean): its ``sweep`` rows and its ``methods``' metrics.
+    Returns:
+        One row per configuration present in every set's sweep, best mean first: ``config``,
+        ``per_set`` (the metric on each set), ``mean``, and ``worst_gap``: the smallest
+        difference, over sets, between the configuration and that set's best single retriever
+        (BM25 or dense; negative = worse than it somewhere).
+    Raises:
+        ValueError: a result has no sweep.
+    """
+    singles, by_key = {}, {}
+    for name, res in results.items():
+        if "sweep" not in res:
+            raise ValueError(f"{name}: no sweep in this result (run with --json --sweep)")
+        singles[name] = best_single(res, metric)[1]
+        for row in res["sweep"]:
+            key = tuple(row[k] for k in CONFIG_KEYS)
+            by_key.setdefault(key, {})[name] = row[metric]
+    rows = []
+    for key, per_set in by_key.items():
+        if len(per_set) == len(results):
+            gaps = [per_set[n] - singles[n] for n in results]
+            rows.append({"config": dict(zip(CONFIG_KEYS, key)), "per_set": per_set,
+                         "mean": float(np.mean(list(per_set.values()))), "worst_gap": min(gaps)})
+    rows.sort(key=lambda r: -r["mean"])
+    return rows
+
+
+def render_choice(rows: list[dict], results: dict[str, dict], top: int = 5) -> str:
+    """The best configurations per fusion across sets, with the best single retriever per set."""
+    names = list(results)
+    out = ["best single retriever (nDCG@10): " + ", ".join(
+        "{} {} {:.3f}".format(n, *best_single(results[n])) for n in names)]
+    for fusion in ("rrf", "convex"):
+        out.append(f"best {fusion} across {', '.join(names)} (mean nDCG@10; worst gap to the best "
+                   "single retriever):")
+        for r in [r for r in rows if r["config"]["fusion"] == fusion][:top]:
+            c = r["config"]
+            what = (f"k={c['rrf_k']} depth {c['depth_bm25']}/{c['depth_dense']} w_dense="
+                    f"{c['rrf_weight_dense']:g}" if fusion == "rrf" else
+                    f"a={c['alpha']:.1f} {c['normalization']} depth {c['depth_bm25']}/{c['depth_dense']}")
+            out.append(f"  {what:<34} mean {r['mean']:.3f}  gap {r['worst_gap']:+.3f}  "
+                       + "  ".join(f"{n} {v:.3f}" for n, v in r["per_set"].items()))
+    return "\n".join(out)
