@@ -115,7 +115,7 @@ def render_sweep(rows: list[dict], top: int = 5) -> str:
     """The best configurations per fusion, then RRF k and convex α at fixed depths."""
     def line(r: dict) -> str:
         what = (f"rrf k={r['rrf_k']:<3} depth {r['depth_bm25']:>3}/{r['depth_dense']:<3} "
-                f"w_dense={r['rrf_weight_dense']:.0f}" if r["fusion"] == "rrf" else
+                f"w_dense={r['rrf_weight_dense']:g}" if r["fusion"] == "rrf" else
                 f"convex a={r['alpha']:.1f} {r['normalization']:<6} depth {r['depth_bm25']:>3}/{r['depth_dense']:<3}")
         return f"  {what:<42} nDCG@10 {r['nDCG@10']:.3f}  R@10 {r['Recall@10']:.3f}  MRR@10 {r['MRR@10']:.3f}"
     out = []
