@@ -78,6 +78,8 @@ class WindowEmbedder:
 
 
 def bench_embedder(unit: str, base: Embedder | None = None) -> Embedder:
+    """The embedder the bench uses: ``base`` (default: the configured one, :func:`core.services.make_embedder`),
+    wrapped in :class:`WindowEmbedder` for ``unit="doc"``."""
     from config.settings import get_settings
     from core.services import make_embedder
 
