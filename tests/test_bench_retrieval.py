@@ -233,5 +233,10 @@ def test_choose_across_ranks_configurations_present_in_every_set_by_mean():
     assert rows[1]["worst_gap"] == pytest.approx(0.5 - 0.6)
     text = br.render_choice(rows, results)
     assert "a dense 0.700, b bm25 kiwi 0.600" in text and "a=0.7 minmax" in text
+    loo = br.leave_one_set_out(rows, results)
+    assert loo["a / convex"]["held_out"] == pytest.approx(0.6)     # the only convex row
+    assert loo["a / rrf"]["config"]["rrf_k"] == 60                 # k 5 is not in both sets
+    assert loo["b / rrf"]["held_out"] == pytest.approx(0.5)
+    assert loo["b / rrf"]["best_single_method"] == "bm25 kiwi"
     with pytest.raises(ValueError):
         br.choose_across({"c": {"methods": {"dense": m(0.5)}}})

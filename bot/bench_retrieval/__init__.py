@@ -35,7 +35,7 @@ from bot.bench_retrieval.korean import (bench_korean, char_bigrams, korean_token
                                         paired_bootstrap, render_korean, whitespace_tokens)
 from bot.bench_retrieval.report import render
 from bot.bench_retrieval.sweep import (Candidates, choose_across, fuse_docs, gather_candidates,
-                                       render_choice, render_sweep, run_sweep, sweep_grid, two_fold)
+                                       leave_one_set_out, render_choice, render_sweep, run_sweep, sweep_grid, two_fold)
 from bot.bench_retrieval.timing import (DENSE_METHODS, METHODS, Runner, Timed, method_rows, percentiles,
                                         time_queries, top_docs)
 
@@ -61,6 +61,7 @@ __all__ = [
     "korean_tokenizers",
     "lexical_build",
     "load_beir",
+    "leave_one_set_out",
     "load_korean",
     "log",
     "method_rows",

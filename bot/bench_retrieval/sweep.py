@@ -181,6 +181,22 @@ def choose_across(results: dict[str, dict], metric: str = "nDCG@10") -> list[dic
     return rows
 
 
+def leave_one_set_out(rows: list[dict], results: dict[str, dict]) -> dict[str, dict]:
+    """For each set and fusion: the configuration with the best mean over the *other* sets,
+    scored on the held-out one beside its best single retriever (``rows``: from
+    :func:`choose_across` on ``results``; needs at least two sets)."""
+    out: dict[str, dict] = {}
+    for held in results:
+        others = [n for n in results if n != held]
+        single = best_single(results[held])
+        for fusion in ("rrf", "convex"):
+            pool = [r for r in rows if r["config"]["fusion"] == fusion]
+            best = max(pool, key=lambda r: sum(r["per_set"][n] for n in others))
+            out[f"{held} / {fusion}"] = {"config": best["config"], "held_out": best["per_set"][held],
+                                         "best_single": single[1], "best_single_method": single[0]}
+    return out
+
+
 def render_choice(rows: list[dict], results: dict[str, dict], top: int = 5) -> str:
     """The best configurations per fusion across sets, with the best single retriever per set."""
     names = list(results)
@@ -196,4 +212,13 @@ def render_choice(rows: list[dict], results: dict[str, dict], top: int = 5) -> s
                     f"a={c['alpha']:.1f} {c['normalization']} depth {c['depth_bm25']}/{c['depth_dense']}")
             out.append(f"  {what:<34} mean {r['mean']:.3f}  gap {r['worst_gap']:+.3f}  "
                        + "  ".join(f"{n} {v:.3f}" for n, v in r["per_set"].items()))
+    if len(results) > 1:
+        out.append("leave one set out (chosen on the other sets, nDCG@10 on the held-out set):")
+        for name, x in leave_one_set_out(rows, results).items():
+            c = x["config"]
+            what = (f"rrf k={c['rrf_k']} depth {c['depth_bm25']}/{c['depth_dense']} w_dense="
+                    f"{c['rrf_weight_dense']:g}" if c["fusion"] == "rrf" else
+                    f"convex a={c['alpha']:.1f} {c['normalization']} depth {c['depth_bm25']}/{c['depth_dense']}")
+            out.append(f"  {name:<20} {what:<38} {x['held_out']:.3f} (best single: "
+                       f"{x['best_single_method']} {x['best_single']:.3f})")
     return "\n".join(out)
