@@ -15,7 +15,7 @@ from rank_bm25 import BM25Okapi
 from core.retrieval.fusion import rrf
 from core.retrieval.index import HybridIndex, IndexMismatchError
 from core.retrieval.ingest import build_bm25_stage, embed_missing
-from core.retrieval.search import hybrid_search
+from core.retrieval.search import FusionConfig, hybrid_search
 from core.retrieval.tokenize import tokenize, tokenize_many
 
 K1 = 1.5  # as in core.retrieval.ingest.build_bm25_stage
@@ -340,9 +340,15 @@ def test_hybrid_returns_documents_not_chunks(small, embedder):
     assert ids.count("hf-guide") == 1
     assert re.fullmatch(r"hf-guide#\d+", docs[0].chunk_id)
     assert docs[0].title == "Living with heart failure"
-    # fused RRF scores, best first
+    # the default fusion is convex (docs/benchmarks.md): α·cos + (1 − α)·bm25, each min-max
+    # normalised to [0, 1], best first
     assert all(a.score >= b.score for a, b in zip(docs, docs[1:]))
-    assert docs[0].score <= 2 / 61 + 1e-12
+    assert trace["fusion"].startswith("convex") and 0.0 <= docs[-1].score <= docs[0].score <= 1.0
+    rrf_docs, rrf_trace = hybrid_search(small, query, embedder.embed_query(query), 5, mode="hybrid",
+                                        config=FusionConfig(fusion="rrf", rrf_k=60))
+    assert rrf_trace["fusion"] == "rrf k=60" and rrf_docs[0].doc_id == "hf-guide"
+    assert all(a.score >= b.score for a, b in zip(rrf_docs, rrf_docs[1:]))
+    assert rrf_docs[0].score <= 2 / 61 + 1e-12          # at most rank 1 on both sides
     assert trace["mode"] == "hybrid" and trace["k"] == 5
     assert re.fullmatch(r"\d+/\d+", trace["dense_coverage"])
     n = len(small.chunks)
@@ -351,10 +357,11 @@ def test_hybrid_returns_documents_not_chunks(small, embedder):
 
 
 def test_hybrid_without_query_vector_is_bm25(small):
-    docs, trace = hybrid_search(small, "allopurinol gout", None, 3, mode="hybrid")
+    docs, trace = hybrid_search(small, "allopurinol gout", None, 3, mode="hybrid",
+                                config=FusionConfig(fusion="convex", rrf_k=60))
     assert docs[0].doc_id == "en-gout"
     assert trace["dense_hits"] == 0
-    assert docs[0].score == pytest.approx(1 / 61)
+    assert docs[0].score == pytest.approx(1 / 61)   # no dense side: BM25's ranks through RRF
 
 
 def test_index_refuses_another_embedder(small_index, embedder):
