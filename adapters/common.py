@@ -26,6 +26,7 @@ from core.erasure import erase_user, subject_hash
 from core.memory.view import profile_view
 from core.messages import InboundMessage, OutboundMessage
 from core.ordering import RateDecision, SessionSerializer, make_rate_limiter
+from core.tokens import longest_fitting_prefix
 from storage.redis import get_redis
 from storage.repositories import Repository
 
@@ -281,14 +282,7 @@ def split_text(text: str, limit: int, measure: Callable[[str], int] = len) -> li
 
 
 def _cut_point(text: str, limit: int, measure: Callable[[str], int]) -> int:
-    lo, hi = 1, len(text)  # the longest prefix that fits, by bisection (measure is monotone)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if measure(text[:mid]) <= limit:
-            lo = mid
-        else:
-            hi = mid - 1
-    fit = lo
+    fit = longest_fitting_prefix(text, limit, measure, at_least=1)
     spans = [m.span() for rx in (_LINK, _BOLD, _CODE) for m in rx.finditer(text)]
     inside = lambda cut: any(a < cut < b for a, b in spans)  # noqa: E731
     for min_share in (0.5, 0.0):

@@ -7,6 +7,7 @@ file's SHA-256 (223921b7...b2a7, the same hash tiktoken pins for the download) w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 import tiktoken
@@ -38,3 +39,18 @@ def truncate_tokens(text: str, max_tokens: int) -> str:
     if len(ids) <= max_tokens:
         return text
     return encoding().decode_bytes(ids[:max_tokens]).decode("utf-8", "ignore")
+
+
+def longest_fitting_prefix(text: str, limit: int, measure: Callable[[str], int],
+                           at_least: int = 0) -> int:
+    """Length (characters) of the longest prefix of ``text`` whose ``measure`` (tokens, UTF-16
+    units, ...) is at most ``limit``; never below ``at_least``. Bisection: O(log len(text))
+    calls of ``measure``, which must not decrease as the prefix grows."""
+    lo, hi = at_least, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if measure(text[:mid]) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

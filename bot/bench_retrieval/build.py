@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from core.embedding import Embedder
+from core.tokens import longest_fitting_prefix
 
 from bot.bench_retrieval.datasets import BeirSet, dataset_key, default_cache, resolve_dataset
 
@@ -33,13 +34,7 @@ def truncate_to_window(text: str, count: Callable[[str], int], limit: int = MODE
     limit`` tokens; ``text`` itself when it fits. Binary search: O(log len) calls of ``count``."""
     if count(text) <= limit:
         return text
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if count(text[:mid]) <= limit:
-            lo = mid
-        else:
-            hi = mid - 1
+    lo = longest_fitting_prefix(text, limit, count)
     space = max(text.rfind(" ", 0, lo + 1), text.rfind("\n", 0, lo + 1))
     return text[:space] if space > lo // 2 else text[:lo]
 

@@ -24,13 +24,12 @@ _PUNCT = ".,?!;:()[]{}\"'·~…“”‘’-/"
 def char_bigrams(text: str) -> list[str]:
     """Overlapping character bigrams of each Hangul run (a one-syllable run stays whole) and
     lower-cased Latin/digit words: the CJK bigram analysis of Lucene's CJKAnalyzer."""
+    from core.retrieval.index import hangul_bigrams
+
     out: list[str] = []
     for m in _HANGUL_RUN.finditer(text.lower()):
         w = m.group()
-        if "\uac00" <= w[0] <= "\ud7a3" and len(w) > 1:
-            out.extend(w[i:i + 2] for i in range(len(w) - 1))
-        else:
-            out.append(w)
+        out.extend(hangul_bigrams(w) if "\uac00" <= w[0] <= "\ud7a3" else [w])
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from itertools import takewhile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from core.embedding import Embedder
+from core.retrieval.metrics import first_distinct
 
 if TYPE_CHECKING:
     from core.retrieval.index import HybridIndex
@@ -32,18 +34,7 @@ def percentiles(values_ms: Sequence[float]) -> dict[str, float]:
 def top_docs(unit_doc: Sequence[str], scores: np.ndarray, k: int) -> list[str]:
     """The first ``k`` distinct documents of units ranked by ``scores`` (> 0 only)."""
     order = np.argsort(-scores, kind="stable")
-    out: list[str] = []
-    seen: set[str] = set()
-    for i in order:
-        if scores[i] <= 0:
-            break
-        d = unit_doc[i]
-        if d not in seen:
-            seen.add(d)
-            out.append(d)
-            if len(out) == k:
-                break
-    return out
+    return first_distinct((unit_doc[i] for i in takewhile(lambda i: scores[i] > 0, order)), k)
 
 
 @dataclass

@@ -18,10 +18,12 @@ behaviour for judged queries). Duplicate ids in a ranking count once, at their f
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 
-def _dedup(ranking: Sequence[str], k: int) -> list[str]:
+def first_distinct(ranking: Iterable[str], k: int) -> list[str]:
+    """The first ``k`` distinct ids of ``ranking``, in order (a document retrieved twice, e.g.
+    by two of its chunks, counts once at its best rank)."""
     out: list[str] = []
     seen: set[str] = set()
     for doc in ranking:
@@ -49,7 +51,7 @@ def ndcg_at_k(ranking: Sequence[str], qrels: Mapping[str, int], k: int = 10) -> 
     ideal = sorted((g for g in qrels.values() if g > 0), reverse=True)
     if not ideal:
         return 0.0
-    gains = [max(qrels.get(d, 0), 0) for d in _dedup(ranking, k)]
+    gains = [max(qrels.get(d, 0), 0) for d in first_distinct(ranking, k)]
     return dcg_at_k(gains, k) / dcg_at_k(ideal, k)
 
 
@@ -58,17 +60,17 @@ def recall_at_k(ranking: Sequence[str], qrels: Mapping[str, int], k: int) -> flo
     relevant = {d for d, g in qrels.items() if g > 0}
     if not relevant:
         return 0.0
-    return len(relevant.intersection(_dedup(ranking, k))) / len(relevant)
+    return len(relevant.intersection(first_distinct(ranking, k))) / len(relevant)
 
 
 def precision_at_k(ranking: Sequence[str], qrels: Mapping[str, int], k: int) -> float:
     """Relevant documents in the top ``k`` divided by ``k`` (a short ranking is not padded)."""
-    return sum(1 for d in _dedup(ranking, k) if qrels.get(d, 0) > 0) / k
+    return sum(1 for d in first_distinct(ranking, k) if qrels.get(d, 0) > 0) / k
 
 
 def mrr_at_k(ranking: Sequence[str], qrels: Mapping[str, int], k: int = 10) -> float:
     """Reciprocal rank of the first relevant document within the top ``k``; 0 if none."""
-    for rank, doc in enumerate(_dedup(ranking, k), start=1):
+    for rank, doc in enumerate(first_distinct(ranking, k), start=1):
         if qrels.get(doc, 0) > 0:
             return 1.0 / rank
     return 0.0
