@@ -17,15 +17,17 @@ def extract_slots(state: AgentState, svc: Services) -> dict[str, Any]:
 
 
 def store_memory(state: AgentState, svc: Services) -> dict[str, Any]:
-    """Persist the turn, merge its facts into the profile, and summarise the profile.
+    """Merge the turn's facts into the profile, and summarise the profile.
 
-    The turn row is committed first, so the user's words survive any later failure. Facts
-    are always stored; ``memory_mode="none"`` only keeps them out of the prompt.
+    The turn row was written by the agent before the graph ran (write-ahead, issue 12); only
+    when that write failed is it tried again here. Facts are always stored (mention counts by
+    atomic SQL); ``memory_mode="none"`` only keeps them out of the prompt.
     """
     user = state["user_id"]
-    turn_id = svc.repo.add_turn(user, state["session_id"], state["text"], state["lang"])
+    turn_id = state.get("turn_id") or svc.repo.add_turn(user, state["session_id"], state["text"],
+                                                         state["lang"])
     changes = merge_slots(svc.repo.facts(user), state["slots"], user, turn_id)
-    svc.repo.save_facts(changes.new, changes.updated, changes.superseded_ids)
+    svc.repo.save_facts(changes.new, changes.updated, changes.superseded_ids, changes.mentions_added)
     profile = Profile.from_facts(svc.repo.facts(user))
     lang = state["lang"]
     terms = profile.names("condition", lang) + profile.names("medication", lang)
