@@ -62,6 +62,10 @@ class Settings(BaseSettings):
     # an unanswered turn written by a process on another host counts as interrupted (found and
     # answered at start-up, core/recovery.py) once it is this old; same-host owners are checked
     # by process id at once.
+    # e5 tokens of a question the bundled embedder reads (cache lookup, dense retrieval): its
+    # cost grows faster than linearly with the length (0.3 s of CPU at 128 tokens, 1.2 s at
+    # its maximum 512, on 2 cores); a question is far shorter.
+    embed_query_max_tokens: int = Field(128, alias="EMBED_QUERY_MAX_TOKENS", ge=16, le=512)
     turn_stale_s: float = Field(900.0, alias="TURN_STALE_S", gt=0)
     chunk_tokens: int = Field(300, alias="CHUNK_TOKENS", ge=50)
     chunk_overlap_tokens: int = Field(50, alias="CHUNK_OVERLAP_TOKENS", ge=0)
