@@ -107,8 +107,10 @@ def test_sigkill_mid_turn_keeps_the_message_and_the_restart_answers_it(tmp_path)
             finally:
                 _kill(proc)
             stored = _turns(tmp_path / "medbot.db", f"telegram:chat:{chat}")
-            kept += [t.user_text for t in stored] == [texts[chat]] and stored[0].reply is None
-        assert kept == KILL_RUNS, f"message kept in {kept} of {KILL_RUNS} kill runs"
+            assert [t.user_text for t in stored] == [texts[chat]], f"kill run {i}: message lost"
+            assert stored[0].reply is None
+            kept += 1
+        print(f"kill runs with the message kept: {kept} of {KILL_RUNS}")
 
         llm.unhold()
         proc = _start(env, tmp_path)

@@ -84,7 +84,7 @@ def test_concurrent_turns_lose_no_mention(db_url, workers, rounds):
     user = "lost:count"
     first = repo.add_turn(user, "s", "I take metformin", "en")
     ch = merge_slots([], _concept(), user, first)
-    repo.save_facts(ch.new, ch.updated, ch.superseded_ids, ch.mentions_added)
+    repo.save_facts(ch.new, ch.updated, ch.superseded_ids)
     barrier = threading.Barrier(workers)
     errors: list[BaseException] = []
 
@@ -94,8 +94,7 @@ def test_concurrent_turns_lose_no_mention(db_url, workers, rounds):
                 turn = repo.add_turn(user, f"s{w}", "metformin again", "en")
                 changes = merge_slots(repo.facts(user), _concept(), user, turn)  # everyone reads...
                 barrier.wait(timeout=60)  # ...before anyone writes: the lost-update race
-                repo.save_facts(changes.new, changes.updated, changes.superseded_ids,
-                                changes.mentions_added)
+                repo.save_facts(changes.new, changes.updated, changes.superseded_ids)  # +1 each
         except BaseException as exc:  # noqa: BLE001 (reported below)
             errors.append(exc)
 
