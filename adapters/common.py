@@ -222,7 +222,11 @@ class Frontdesk:
             verdict = RateDecision(True)
         if not verdict.allowed:
             return
-        written = await accepted
+        try:
+            written = await accepted
+        except Exception:  # the write-ahead is retried by the agent itself
+            log.exception("write-ahead of a message of %s failed", msg.user_id)
+            written = None
         if written is not None and written.duplicate:
             log.info("repeated delivery of message %s (turn %s): not answered again",
                      msg.message_id, written.turn_id)

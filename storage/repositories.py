@@ -6,7 +6,7 @@ Every write commits before it returns, so a crash after a call loses nothing tha
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import case, func, or_, update
@@ -67,11 +67,14 @@ class Repository:
         with Session(self.engine) as s:
             return s.get(Turn, turn_id)
 
-    def turn_by_message(self, session_id: str, message_id: str) -> Turn | None:
+    def turn_by_message(self, session_id: str, message_id: str,
+                        within: timedelta = timedelta(days=1)) -> Turn | None:
         """The turn written for the platform message ``message_id`` of a session (its
-        ``meta["message_id"]``), to recognise a delivery repeated after a crash."""
+        ``meta["message_id"]``) in the last ``within``, to recognise a delivery repeated after
+        a crash (platforms redeliver within minutes)."""
         with Session(self.engine) as s:
             q = (select(Turn).where(Turn.session_id == session_id)
+                 .where(col(Turn.created_at) >= utcnow() - within)
                  .where(Turn.meta["message_id"].as_string() == message_id)  # type: ignore[index]
                  .order_by(col(Turn.id)))
             return s.exec(q).first()
