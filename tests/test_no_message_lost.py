@@ -246,3 +246,35 @@ def test_start_up_claims_interrupted_turns_once(tmp_path, default_index):
     (turn,) = recovery.claim_interrupted(repo, stale_s=900)
     assert turn.id == again and "could not answer" in agent.resume(turn).text
     assert repo.turn(again).meta["state"] == "interrupted" and repo.turn(again).user_text == "boom"
+
+
+def _mention_in_process(url: str, user: str, rounds: int, start) -> None:
+    repo = Repository(make_engine(url))
+    start.wait(60)
+    for _ in range(rounds):
+        turn = repo.add_turn(user, "proc", "metformin again", "en")
+        ch = merge_slots(repo.facts(user), _concept(), user, turn)
+        repo.save_facts(ch.new, ch.updated, ch.superseded_ids)
+    repo.engine.dispose()
+
+
+def test_concurrent_processes_lose_no_mention(db_url):
+    import multiprocessing as mp
+
+    repo = Repository(make_engine(db_url))
+    user = "lost:proc"
+    first = repo.add_turn(user, "s", "I take metformin", "en")
+    ch = merge_slots([], _concept(), user, first)
+    repo.save_facts(ch.new, ch.updated, ch.superseded_ids)
+    ctx = mp.get_context("spawn")
+    start = ctx.Event()
+    procs = [ctx.Process(target=_mention_in_process, args=(db_url, user, 15, start)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    (fact,) = [f for f in repo.facts(user) if f.key == "C0025598" and not f.superseded]
+    assert fact.mentions == 1 + 3 * 15
+    repo.engine.dispose()
