@@ -76,11 +76,15 @@ class Repository:
         return subject
 
     def set_reply(self, turn_id: int, reply: str, cache_hit: bool, meta: dict[str, Any]) -> None:
-        """Store the bot's reply of a turn (and a JSON-serialisable ``meta``)."""
+        """Store the bot's reply of a turn (and a JSON-serialisable ``meta``).
+
+        Raises:
+            storage.tombstones.UserErased: the turn no longer exists (erased meanwhile).
+        """
         with Session(self.engine) as s:
             turn = s.get(Turn, turn_id)
             if turn is None:
-                raise KeyError(f"turn {turn_id} does not exist")
+                raise tombstones.UserErased(f"turn {turn_id} does not exist")
             turn.reply, turn.cache_hit, turn.meta = reply, cache_hit, meta
             turn.answered_at = utcnow()
             s.add(turn)

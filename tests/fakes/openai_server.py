@@ -151,6 +151,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "json": body,
             }
         )
+        if fake.on_request is not None:
+            fake.on_request(path, body)  # e.g. a test's barrier that holds a request
         if fake.delay_s > 0:
             time.sleep(fake.delay_s)
 
@@ -275,12 +277,15 @@ class FakeOpenAIServer:
         requests: list of {"method", "path", "headers" (lower-cased), "json"}.
         default_chat: callable(request_json) -> str used when no script queued.
         delay_s: mutable per-request delay.
+        on_request: callable(path, request_json) run (in the handler thread) after a request
+            is recorded and before it is answered, or None.
     """
 
     def __init__(self, require_key: Optional[str] = None, delay_s: float = 0.0) -> None:
         self.require_key = require_key
         self.delay_s = float(delay_s)
         self.default_chat: Callable[[Dict[str, Any]], str] = default_chat_responder
+        self.on_request: Optional[Callable[[str, Any], None]] = None
         self.requests: List[Dict[str, Any]] = []
         self.chat_script: Deque[ChatScript] = deque()
         self._lock = threading.Lock()
