@@ -55,16 +55,27 @@ def _message_text(content: Any) -> str:
     return ""
 
 
+_QUESTION_RE = re.compile(r"<question>\n(.*)\n</question>", re.S)
+
+
+def question_of(request_json: Dict[str, Any]) -> str:
+    """The asked question of a chat request: the ``<question>`` block of the last user message
+    (medbot quotes the question there, after the memory and the documents), else that whole
+    message."""
+    last = ""
+    for message in request_json.get("messages") or []:
+        if isinstance(message, dict) and message.get("role") == "user":
+            last = _message_text(message.get("content"))
+    match = _QUESTION_RE.search(last)
+    return match.group(1) if match else last
+
+
 def default_chat_responder(request_json: Dict[str, Any]) -> str:
     """Deterministic reply; never echoes the system prompt."""
     response_format = request_json.get("response_format") or {}
     if isinstance(response_format, dict) and response_format.get("type") == "json_object":
         return json.dumps(DEFAULT_JUDGE_JSON)
-    last_user = ""
-    for message in request_json.get("messages") or []:
-        if isinstance(message, dict) and message.get("role") == "user":
-            last_user = _message_text(message.get("content"))
-    return f"FAKE-LLM answer to: {last_user[:80]}"
+    return f"FAKE-LLM answer to: {question_of(request_json)[:80]}"
 
 
 def fake_embedding(text: str, dim: int = EMBEDDING_DIM) -> List[float]:
@@ -360,4 +371,4 @@ class FakeOpenAIServer:
             return self._counter
 
 
-__all__ = ["FakeOpenAIServer", "default_chat_responder", "fake_embedding", "DEFAULT_JUDGE_JSON", "EMBEDDING_DIM"]
+__all__ = ["FakeOpenAIServer", "default_chat_responder", "question_of", "fake_embedding", "DEFAULT_JUDGE_JSON", "EMBEDDING_DIM"]
