@@ -65,6 +65,8 @@ class Extractor:
         """
         text = mask_instructions(text)
         slots = Slots()
+        if not text.strip():  # nothing but instructions (MedCAT has no entities for blank text)
+            return slots
         slots.demographics = patterns.demographics(text, slots.rejected)
         slots.vitals = patterns.vitals(text, slots.rejected)
         slots.labs = patterns.labs(text, slots.rejected)
