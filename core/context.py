@@ -6,6 +6,11 @@ it is; the remainder is the history, split between the memory tiers (SPEC.md §3
 50% (the last turns verbatim). SPEC §3.3's older wording (profile 20%, long-term summary 10%,
 dialogue the rest) is superseded by the tier split of §3.2 and issue 4. Every section is cut to
 its share, so the assembled prompt never exceeds the total.
+
+Layout (issue 12, :mod:`core.injection`): the system message holds only the team's text and the
+:data:`core.prompts.QUOTED_DATA` rule; each section is quoted in its tag (:data:`TAGS`) in the
+user message, the question last. The rule and the question's tags are reserved from the history
+(:func:`frame_tokens`); each section's tags count against its own share.
 """
 
 from __future__ import annotations
