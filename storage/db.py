@@ -130,6 +130,8 @@ def scrub_deleted(engine: Engine, tables: list[str], vacuum: str = "full") -> di
             return {}
         with engine.connect() as conn:
             row = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if row and row[0]:
+            log.warning("WAL checkpoint after an erasure was blocked by readers: %s", list(row))
         return {"sqlite_checkpoint": list(row) if row else None}
     if dialect != "postgresql" or vacuum == "off" or not tables:
         return {"vacuum": "off"} if dialect == "postgresql" else {}

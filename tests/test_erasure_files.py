@@ -330,6 +330,38 @@ def test_sqlite_connections_zero_deleted_content(tmp_path):
     engine.dispose()
 
 
+@pytest.mark.parametrize("mode", ["full", "plain", "off"])
+def test_postgres_vacuum_modes_and_tables_the_role_may_not_vacuum(pg_url, mode):
+    """``ERASURE_VACUUM``: each mode runs (or skips) VACUUM; a table owned by another role is
+    reported as ``not_permitted`` instead of failing the erasure."""
+    import uuid
+
+    from storage.db import make_engine, raw_engine, scrub_deleted
+
+    engine = make_engine(pg_url)
+    role = f"medbot_nonowner_{uuid.uuid4().hex[:8]}"
+    with engine.begin() as conn:
+        conn.execute(text(f'CREATE ROLE "{role}" LOGIN'))
+        conn.execute(text(f'GRANT USAGE, CREATE ON SCHEMA public TO "{role}"'))
+        conn.execute(text(f'GRANT ALL ON ALL TABLES IN SCHEMA public TO "{role}"'))
+    limited = raw_engine(pg_url.replace("postgres@", f"{role}@", 1))
+    try:
+        with limited.begin() as conn:
+            conn.execute(text("CREATE TABLE own_notes (id int)"))
+        out = scrub_deleted(limited, ["turn", "own_notes"], mode)
+        assert out == ({"vacuum": "off"} if mode == "off" else
+                       {"vacuum": mode, "vacuumed": ["own_notes"], "not_permitted": ["turn"]})
+        assert scrub_deleted(engine, ["turn"], mode) == (
+            {"vacuum": "off"} if mode == "off" else {"vacuum": mode, "vacuumed": ["turn"], "not_permitted": []})
+    finally:
+        limited.dispose()
+        with engine.begin() as conn:
+            conn.execute(text("DROP TABLE IF EXISTS own_notes"))
+            conn.execute(text(f'DROP OWNED BY "{role}"'))
+            conn.execute(text(f'DROP ROLE "{role}"'))
+        engine.dispose()
+
+
 # -- /forget and /profile are never rate limited --------------------------------------------------
 def test_forget_and_profile_bypass_the_rate_limit(agent, tmp_path):
     settings = make_settings(tmp_path, RATE_LIMIT_MESSAGES=1, RATE_LIMIT_WINDOW_S=600)
