@@ -21,6 +21,7 @@ from core.retrieval.index import IndexMismatchError, IndexNotFoundError
 from core.services import Services
 from core.text import detect_lang, has_letters, sanitize
 from core.tokens import count_tokens, truncate_tokens
+from storage.tombstones import UserErased
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,9 @@ _CONFIRM = {"ko": "확인 부탁드려요: {items} 값은 가능한 범위를 �
                   "주시겠어요?",
             "en": "Please check: {items} is outside the possible range, so I did not store it. Could you "
                   "confirm the value?"}
+_ERASED = {"ko": "이 메시지를 처리하는 동안 회원님의 정보가 모두 삭제되었어요. 이 메시지도 저장하지 않았어요.",
+           "en": "Everything stored about you was erased while this message was being answered; "
+                 "this message was not kept either."}
 _NO_INDEX = {"ko": "지식 색인을 불러올 수 없어요: {e}", "en": "The knowledge index cannot be loaded: {e}"}
 
 
@@ -70,29 +74,34 @@ class Agent:
             pydantic.ValidationError: ``msg.flags`` names an unknown flag or a bad value.
         """
         t0 = time.perf_counter()
+        epoch = self._erasure_epoch(msg.user_id)  # the turn starts now (storage.tombstones)
         flags = self.settings.flags.merged(msg.flags)
         text = sanitize(msg.text)
         lang = msg.locale if msg.locale in ("ko", "en") else detect_lang(text, "ko")
         if not text:
             return OutboundMessage(text=_EMPTY[lang], lang=lang, trace={"rejected": "empty"})
         if not has_letters(text):
-            self._store_raw(msg, text, lang)
+            self._store_raw(msg, text, lang, epoch=epoch)
             return OutboundMessage(text=_NO_TEXT[lang], lang=lang, trace={"rejected": "no letters"})
         state: dict[str, Any] = {"user_id": msg.user_id, "session_id": msg.session, "channel": msg.channel,
                                  "role": msg.role, "mode": msg.mode, "text": text, "lang": lang,
                                  "question": truncate_tokens(text, self.settings.max_question_tokens),
-                                 "flags": flags, "notes": [], "node_ms": [], "llm_calls": 0}
+                                 "flags": flags, "notes": [], "node_ms": [], "llm_calls": 0,
+                                 "erasure_epoch": epoch}
         final: dict[str, Any] = dict(state)
         try:
             for final in self.graph.stream(state, stream_mode="values"):
                 pass
+        except UserErased:  # erased mid-turn: nothing of the turn may be written back
+            log.info("a turn's writes were refused: the user was erased meanwhile")
+            return OutboundMessage(text=_ERASED[lang], lang=lang, trace={"rejected": "erased"})
         except (IndexNotFoundError, IndexMismatchError) as exc:
-            self._store_raw(msg, text, lang, final)
+            self._store_raw(msg, text, lang, final, epoch)
             return OutboundMessage(text=_NO_INDEX[lang].format(e=exc), lang=lang,
                                    trace={"error": str(exc)})
         except Exception as exc:  # a failing component must not crash the channel
             log.exception("turn failed for %s", msg.user_id)
-            self._store_raw(msg, text, lang, final)
+            self._store_raw(msg, text, lang, final, epoch)
             if final.get("red_flags"):  # the emergency reply never depends on later nodes
                 return OutboundMessage(text=final["answer"], lang=lang,
                                        trace={"red_flags": final["red_flags"], "error": repr(exc)})
@@ -100,13 +109,20 @@ class Agent:
         return self._reply(final, lang, t0)
 
     def _store_raw(self, msg: InboundMessage, text: str, lang: str,
-                   state: dict[str, Any] | None = None) -> None:
+                   state: dict[str, Any] | None = None, epoch: int | None = None) -> None:
         if state and state.get("turn_id"):
             return
         try:
-            self.services.repo.add_turn(msg.user_id, msg.session, text, lang)
+            self.services.repo.add_turn(msg.user_id, msg.session, text, lang, epoch=epoch)
         except Exception:
             log.exception("could not store the turn of %s", msg.user_id)
+
+    def _erasure_epoch(self, user_id: str) -> int | None:
+        try:
+            return self.services.repo.erasure_epoch(user_id)
+        except Exception:  # the database is down: the turn's writes will say so
+            log.exception("could not read the erasure epoch of a user")
+            return None
 
     def _reply(self, st: dict[str, Any], lang: str, t0: float) -> OutboundMessage:
         answer = st.get("answer", "")

@@ -21,9 +21,13 @@ def store_memory(state: AgentState, svc: Services) -> dict[str, Any]:
 
     The turn row is committed first, so the user's words survive any later failure. Facts
     are always stored; ``memory_mode="none"`` only keeps them out of the prompt.
+
+    Raises:
+        storage.tombstones.UserErased: the user was erased since the turn started.
     """
     user = state["user_id"]
-    turn_id = svc.repo.add_turn(user, state["session_id"], state["text"], state["lang"])
+    turn_id = svc.repo.add_turn(user, state["session_id"], state["text"], state["lang"],
+                                epoch=state.get("erasure_epoch"))
     changes = merge_slots(svc.repo.facts(user), state["slots"], user, turn_id)
     svc.repo.save_facts(changes.new, changes.updated, changes.superseded_ids)
     profile = Profile.from_facts(svc.repo.facts(user))
