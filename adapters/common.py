@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from core.admin import AdminService, record_turn_metrics
-from core.erasure import erase_user, subject_hash
 from core.memory.view import profile_view
 from core.messages import InboundMessage, OutboundMessage
 from core.ordering import RateDecision, SessionSerializer, make_rate_limiter
@@ -33,6 +32,8 @@ from storage.repositories import Repository
 log = logging.getLogger(__name__)
 
 Deliver = Callable[[OutboundMessage], Awaitable[None]]
+UNLIMITED_COMMANDS = frozenset({"forget", "profile"})
+"""Commands the rate limit never holds back or counts: erasing and seeing one's own data."""
 Typing = Callable[[], contextlib.AbstractAsyncContextManager]
 
 TEXTS: dict[str, dict[str, str]] = {
@@ -117,10 +118,14 @@ class Frontdesk:
         if not self.accepting:
             await _safe_deliver(deliver, _notice("closing", lang_of(msg)))
             return None
-        decision = asyncio.ensure_future(self.limiter.hit(msg.user_id))
-        notice = asyncio.ensure_future(self._notify_if_limited(msg, deliver, decision))
-        self._background.add(notice)
-        notice.add_done_callback(self._background.discard)
+        if msg.command in UNLIMITED_COMMANDS:  # a privacy right is never rate limited (issue 12)
+            decision: asyncio.Future = asyncio.get_running_loop().create_future()
+            decision.set_result(RateDecision(True))
+        else:
+            decision = asyncio.ensure_future(self.limiter.hit(msg.user_id))
+            notice = asyncio.ensure_future(self._notify_if_limited(msg, deliver, decision))
+            self._background.add(notice)
+            notice.add_done_callback(self._background.discard)
         accepted = self._write_ahead(msg, decision, on_accepted)
         return self.serializer.submit(msg.session,
                                       lambda: self._job(msg, deliver, typing, decision, accepted))
@@ -198,10 +203,8 @@ class Frontdesk:
         return await self._turn(msg, typing)
 
     def forget(self, user_id: str, channel: str = "") -> None:
-        """Erase everything of ``user_id`` at their own request (audited with a hashed actor)."""
-        erase_user(self.engine, user_id, actor=subject_hash(user_id), action="forget",
-                   channel=channel, redis=self.redis, cache=self.agent.services.cache,
-                   limiter=self.limiter)
+        """Erase everything of ``user_id`` at their own request (:meth:`AdminService.forget`)."""
+        self.admin.forget(user_id, channel)
 
     async def _notify_if_limited(self, msg: InboundMessage, deliver: Deliver,
                                  decision: asyncio.Future) -> None:

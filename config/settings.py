@@ -116,6 +116,15 @@ class Settings(BaseSettings):
     http_host: str = Field("0.0.0.0", alias="HTTP_HOST")
     http_port: int = Field(8080, alias="PORT", ge=0, le=65535)
     admin_ids: str = Field("", alias="ADMIN_IDS")
+    # erasure (core/erasure.py, issue 12): the audit row and the tombstone keep an HMAC-SHA256 of
+    # the user id under this key (≥ 32 characters), so the id cannot be found by hashing guesses;
+    # unset: a random key made once in <data_dir>/audit-hmac.key (mode 0600). Every process of a
+    # deployment must use the same key.
+    audit_hmac_key: SecretStr | None = Field(None, alias="AUDIT_HMAC_KEY")
+    # after an erasure on Postgres: VACUUM FULL (rewrites the touched tables: the deleted rows'
+    # bytes leave the files; takes an exclusive lock on each table while it runs), plain (space
+    # marked reusable, bytes may stay until overwritten), or off. SQLite always checkpoints its WAL.
+    erasure_vacuum: Literal["full", "plain", "off"] = Field("full", alias="ERASURE_VACUUM")
     rate_limit_messages: int = Field(10, alias="RATE_LIMIT_MESSAGES", ge=0)
     rate_limit_window_s: float = Field(60.0, alias="RATE_LIMIT_WINDOW_S", gt=0)
     max_concurrent_turns: int = Field(8, alias="MAX_CONCURRENT_TURNS", ge=1)

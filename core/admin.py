@@ -20,7 +20,8 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, col
 
-from core.erasure import ErasureResult, erase_user, record_audit, subject_hash
+from core.audit import audit_key, record_audit, subject_hash
+from core.erasure import ErasureResult, erase_user
 from core.memory.semantic import semantic_memory
 from core.memory.view import profile_view
 from storage.models import CacheEntry, Turn, User, as_utc
@@ -57,14 +58,19 @@ class AdminService:
 
     Args:
         engine: the database engine (``agent.services.repo.engine``).
-        settings: :class:`config.settings.Settings` (``ADMIN_IDS``).
+        settings: :class:`config.settings.Settings` (``ADMIN_IDS``, the audit key,
+            ``ERASURE_VACUUM``).
         redis, cache, limiter: passed to :func:`core.erasure.erase_user`.
+    Raises:
+        ValueError / OSError: the audit key is too short or cannot be read or made
+        (:func:`core.audit.audit_key`).
     """
 
     def __init__(self, engine: Engine, settings, redis: Any = None, cache: Any = None,
                  limiter: Any = None) -> None:
         self.engine, self.settings = engine, settings
         self.redis, self.cache, self.limiter = redis, cache, limiter
+        self.key = audit_key(settings)
 
     def is_admin(self, user_id: str) -> bool:
         """True only when ``user_id`` is in ``ADMIN_IDS``."""
@@ -84,20 +90,21 @@ class AdminService:
         lang = lang if lang in ("ko", "en") else "en"
         action = args[0].lower() if args else ""
         if not (trusted or self.is_admin(actor)):
-            record_audit(self.engine, subject_hash(actor), action or "admin", None, "refused",
-                         channel)
+            record_audit(self.engine, subject_hash(actor, self.key), action or "admin", None,
+                         "refused", channel, key=self.key)
             return AdminReply(_T["refused"][lang], {"error": "not an admin"}, ok=False)
         if action not in ACTIONS or (action != "stats" and len(args) != 2):
             return AdminReply(_T["usage"][lang], {"error": "usage"}, ok=False)
         if action == "stats":
             data = self.stats()
-            record_audit(self.engine, actor, "stats", None, "ok", channel)
+            record_audit(self.engine, actor, "stats", None, "ok", channel, key=self.key)
             return AdminReply(render_stats(data), data)
         target = args[1]
         if action == "profile":
             data = self.profile(target, lang)
             found = bool(data["turns"] or data["facts"])
-            record_audit(self.engine, actor, "profile", target, "ok" if found else "not_found", channel)
+            record_audit(self.engine, actor, "profile", target, "ok" if found else "not_found", channel,
+                         key=self.key)
             return AdminReply(render_profile(data) if found else _T["no_user"][lang].format(user=target), data)
         res = self.clear(target, actor, channel)
         text = (_T["cleared"][lang].format(user=target, n=sum(res.rows.values()), k=res.redis_keys)
@@ -123,8 +130,16 @@ class AdminService:
 
     def clear(self, user_id: str, actor: str, channel: str = "") -> ErasureResult:
         """Erase everything of ``user_id`` (:func:`core.erasure.erase_user`, audited)."""
-        return erase_user(self.engine, user_id, actor=actor, action="clear", channel=channel,
-                          redis=self.redis, cache=self.cache, limiter=self.limiter)
+        return erase_user(self.engine, user_id, key=self.key, actor=actor, action="clear",
+                          channel=channel, redis=self.redis, cache=self.cache,
+                          limiter=self.limiter, vacuum=self.settings.erasure_vacuum)
+
+    def forget(self, user_id: str, channel: str = "") -> ErasureResult:
+        """Erase everything of ``user_id`` at their own request (``/forget``), audited with
+        their pseudonym as the actor."""
+        return erase_user(self.engine, user_id, key=self.key, actor=subject_hash(user_id, self.key),
+                          action="forget", channel=channel, redis=self.redis, cache=self.cache,
+                          limiter=self.limiter, vacuum=self.settings.erasure_vacuum)
 
     def stats(self) -> dict[str, Any]:
         """Service statistics: see :func:`service_stats`."""

@@ -28,6 +28,7 @@ from core.services import Services
 from core.text import detect_lang, has_letters
 from core.tokens import count_tokens, truncate_tokens
 from storage.models import Turn
+from storage.tombstones import UserErased
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,9 @@ _CONFIRM = {"ko": "확인 부탁드려요: {items} 값은 가능한 범위를 �
                   "주시겠어요?",
             "en": "Please check: {items} is outside the possible range, so I did not store it. Could you "
                   "confirm the value?"}
+_ERASED = {"ko": "이 메시지를 처리하는 동안 회원님의 정보가 모두 삭제되었어요. 이 메시지도 저장하지 않았어요.",
+           "en": "Everything stored about you was erased while this message was being answered; "
+                 "this message was not kept either."}
 _NO_INDEX = {"ko": "지식 색인을 불러올 수 없어요: {e}", "en": "The knowledge index cannot be loaded: {e}"}
 
 
@@ -106,7 +110,8 @@ class Agent:
                     if recovery.is_interrupted(old, self.settings.turn_stale_s) and recovery.claim(repo, old):
                         return Accepted(old.id)
                     return Accepted(old.id, duplicate=True)
-            return Accepted(self._write_ahead(msg, intake, self._lang(msg, intake)))
+            return Accepted(self._write_ahead(msg, intake, self._lang(msg, intake),
+                                              self._erasure_epoch(msg.user_id)))
         except Exception:
             log.exception("could not store the message of %s", msg.user_id)
             return Accepted(None)
@@ -149,12 +154,15 @@ class Agent:
             pydantic.ValidationError: ``msg.flags`` names an unknown flag or a bad value.
         """
         t0 = time.perf_counter()
+        epoch = self._erasure_epoch(msg.user_id)  # the turn starts now (storage.tombstones)
         flags = self.settings.flags.merged(msg.flags)
         intake = self._intake(msg)
         lang = self._lang(msg, intake)
         if not intake.text:
             return OutboundMessage(text=_EMPTY[lang], lang=lang, trace={"rejected": "empty"})
-        turn_id = msg.turn_id or self._try_write_ahead(msg, intake, lang)
+        turn_id = msg.turn_id or self._try_write_ahead(msg, intake, lang, epoch)
+        if msg.turn_id is not None and self._erased(msg.turn_id):
+            return OutboundMessage(text=_ERASED[lang], lang=lang, trace={"rejected": "erased"})
         if not has_letters(intake.text):
             self._finish(turn_id, _NO_TEXT[lang], {"rejected": "no letters"})
             return OutboundMessage(text=_NO_TEXT[lang], lang=lang,
@@ -162,18 +170,25 @@ class Agent:
         state: dict[str, Any] = {"user_id": msg.user_id, "session_id": msg.session, "channel": msg.channel,
                                  "role": msg.role, "mode": msg.mode, "text": intake.text, "lang": lang,
                                  "question": truncate_tokens(intake.text, self.settings.max_question_tokens),
-                                 "flags": flags, "notes": [], "node_ms": [], "llm_calls": 0}
+                                 "flags": flags, "notes": [], "node_ms": [], "llm_calls": 0,
+                                 "erasure_epoch": epoch}
         if turn_id is not None:
             state["turn_id"] = turn_id
         final: dict[str, Any] = dict(state)
         try:
             for final in self.graph.stream(state, stream_mode="values"):
                 pass
+        except UserErased:  # erased mid-turn: nothing of the turn may be written back
+            log.info("a turn's writes were refused: the user was erased meanwhile")
+            return OutboundMessage(text=_ERASED[lang], lang=lang, trace={"rejected": "erased"})
         except (IndexNotFoundError, IndexMismatchError) as exc:
             saved = self._failed(final, exc)
             return OutboundMessage(text=_NO_INDEX[lang].format(e=exc) + self._saved_note(lang, saved),
                                    lang=lang, trace={"error": str(exc), "turn_id": final.get("turn_id")})
         except Exception as exc:  # a failing component must not crash the channel
+            if final.get("turn_id") is not None and self._erased(final["turn_id"]):
+                log.info("a turn's writes failed: the user was erased meanwhile (%r)", exc)
+                return OutboundMessage(text=_ERASED[lang], lang=lang, trace={"rejected": "erased"})
             log.exception("turn failed for %s", msg.user_id)
             if final.get("red_flags"):  # the emergency reply never depends on later nodes
                 self._finish(final.get("turn_id"), final["answer"], {"red_flags": final["red_flags"],
@@ -193,16 +208,26 @@ class Agent:
     def _lang(msg: InboundMessage, intake: Intake) -> str:
         return msg.locale if msg.locale in ("ko", "en") else detect_lang(intake.text, "ko")
 
-    def _write_ahead(self, msg: InboundMessage, intake: Intake, lang: str) -> int:
+    def _write_ahead(self, msg: InboundMessage, intake: Intake, lang: str, epoch: int | None) -> int:
         meta = {**recovery.received_meta(msg.channel, msg.role, msg.message_id), **intake.meta()}
-        return self.services.repo.add_turn(msg.user_id, msg.session, intake.stored, lang, meta)
+        return self.services.repo.add_turn(msg.user_id, msg.session, intake.stored, lang,
+                                           epoch=epoch, meta=meta)
 
-    def _try_write_ahead(self, msg: InboundMessage, intake: Intake, lang: str) -> int | None:
+    def _try_write_ahead(self, msg: InboundMessage, intake: Intake, lang: str,
+                         epoch: int | None) -> int | None:
         try:
-            return self._write_ahead(msg, intake, lang)
-        except Exception:  # the turn still runs; store_memory tries once more
+            return self._write_ahead(msg, intake, lang, epoch)
+        except Exception:  # the turn still runs; store_memory tries once more (and says why)
             log.exception("could not store the message of %s", msg.user_id)
             return None
+
+    def _erased(self, turn_id: int) -> bool:
+        """True when a turn written ahead is gone (its user was erased before it ran)."""
+        try:
+            return self.services.repo.turn(turn_id) is None
+        except Exception:
+            log.exception("could not read turn %s", turn_id)
+            return False
 
     def _finish(self, turn_id: int | None, reply: str, meta: dict[str, Any]) -> None:
         if turn_id is None:
@@ -226,6 +251,13 @@ class Agent:
     @staticmethod
     def _saved_note(lang: str, saved: bool) -> str:
         return " " + (_SAVED if saved else NOT_SAVED)[lang]
+
+    def _erasure_epoch(self, user_id: str) -> int | None:
+        try:
+            return self.services.repo.erasure_epoch(user_id)
+        except Exception:  # the database is down: the turn's writes will say so
+            log.exception("could not read the erasure epoch of a user")
+            return None
 
     def _reply(self, st: dict[str, Any], intake: Intake, lang: str, t0: float) -> OutboundMessage:
         answer = st.get("answer", "")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from config.settings import Settings
+from core.audit import audit_key, subject_hash
 from core.cache.response_cache import ResponseCache
 from core.embedding import E5Embedder, Embedder, OpenAIEmbedder
 from core.extraction import Extractor
@@ -70,8 +72,11 @@ class Services:
             index_dir: overrides ``MEDBOT_INDEX_DIR`` (e.g. ``medbot ask --index``).
         Raises:
             sqlalchemy.exc.OperationalError: the database is unreachable.
+            ValueError / OSError: the audit key is too short or cannot be read or made.
         """
-        repo = Repository(make_engine(settings.resolved_database_url))
+        key = audit_key(settings)  # erasure tombstones are keyed by the audit pseudonym
+        repo = Repository(make_engine(settings.resolved_database_url),
+                          pseudonym=functools.partial(subject_hash, key=key))
         client = make_openai_client(settings) if (settings.llm_configured
                                                   or settings.embedding_backend == "openai") else None
         embedder = make_embedder(settings, client)

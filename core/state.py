@@ -26,6 +26,7 @@ class AgentState(TypedDict, total=False):
     lang: str
     flags: Any  # config.flags.FeatureFlags
     notes: list[str]
+    erasure_epoch: int | None  # the user's erasure epoch at the turn's start (storage.tombstones)
     # triage
     red_flags: list[dict[str, str]]
     # check_similarity

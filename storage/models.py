@@ -161,10 +161,12 @@ class AuditLog(SQLModel, table=True):
     """One admin action or erasure, kept when everything of a user is erased.
 
     No column refers to a user (no ``user_id``-style name), so erasure and retention leave
-    these rows; ``subject_hash`` is the SHA-256 (first 32 hex digits) of the target user id,
-    never the id itself, and ``detail`` never holds user text. ``actor`` is the admin's
-    channel-scoped id (``telegram:42``), ``cli:<login>`` from the shell, or a hash when the
-    actor is an ordinary user (``/forget``, a refused admin command).
+    these rows; ``subject_hash`` is the keyed HMAC-SHA256 pseudonym of the target user id
+    (:func:`core.audit.subject_hash`, ``hmac-sha256:`` + 32 hex digits), never the id itself,
+    and ``detail`` never holds user text. ``actor`` is the admin's channel-scoped id
+    (``telegram:42``), ``cli:<login>`` from the shell, or a pseudonym when the actor is an
+    ordinary user (``/forget``, a refused admin command). Rows written before migration 0005
+    hold ``legacy:`` pseudonyms instead (see that migration).
     ``action``: ``profile``, ``clear``, ``stats``, ``forget``; ``outcome``: ``ok``,
     ``refused``, ``error``, ``not_found``.
     """
@@ -177,3 +179,16 @@ class AuditLog(SQLModel, table=True):
     subject_hash: str | None = Field(default=None, max_length=64)
     outcome: str = Field(default="ok", max_length=16)
     detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class ErasureTombstone(SQLModel, table=True):
+    """How many times a user was erased (issue 12), so that a turn that started before an
+    erasure cannot write the user back afterwards (:mod:`storage.tombstones`).
+
+    ``subject_hash`` is the user's keyed pseudonym (:func:`core.audit.subject_hash`), never the
+    id; ``epoch`` counts the erasures; ``erased_at`` is the last one (UTC).
+    """
+
+    subject_hash: str = Field(primary_key=True, max_length=64)
+    epoch: int = 0
+    erased_at: datetime = Field(default_factory=utcnow)

@@ -5,7 +5,7 @@ Every write commits before it returns, so a crash after a call loses nothing tha
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -13,49 +13,82 @@ from sqlalchemy import case, func, or_, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from storage import tombstones
 from storage.models import CacheEntry, Fact, MemorySummary, Turn, User, utcnow
 
 
 class Repository:
-    """Typed access to users, turns, facts and cache entries over one engine."""
+    """Typed access to users, turns, facts and cache entries over one engine.
 
-    def __init__(self, engine: Engine) -> None:
+    Args:
+        engine: the database.
+        pseudonym: maps a user id to its keyed pseudonym (:func:`core.audit.subject_hash`), the
+            key of the erasure tombstones; without it writes are not guarded against a
+            concurrent erasure (:mod:`storage.tombstones`).
+    """
+
+    def __init__(self, engine: Engine, pseudonym: Callable[[str], str] | None = None) -> None:
         self.engine = engine
+        self.pseudonym = pseudonym
 
     # -- users and turns -------------------------------------------------------------------
     def ensure_user(self, user_id: str, locale: str | None = None) -> None:
         """Create the user row if missing and update ``last_seen_at`` (and locale if given)."""
         with Session(self.engine) as s:
-            user = s.get(User, user_id)
-            if user is None:
-                user = User(id=user_id, locale=locale)
-            user.last_seen_at = utcnow()
-            if locale:
-                user.locale = locale
-            s.add(user)
+            _touch_user(s, user_id, locale)
             s.commit()
 
+    def erasure_epoch(self, user_id: str) -> int | None:
+        """The user's erasure epoch now (0: never erased); a turn reads it when it starts and
+        passes it to its writes. ``None`` without a pseudonym (writes then go unguarded)."""
+        if self.pseudonym is None:
+            return None
+        with self.engine.connect() as conn:
+            return tombstones.epoch(conn, self.pseudonym(user_id))
+
     def add_turn(self, user_id: str, session_id: str, text: str, lang: str,
-                 meta: dict[str, Any] | None = None) -> int:
+                 epoch: int | None = None, meta: dict[str, Any] | None = None) -> int:
         """Persist the user's message before anything else happens; returns the turn id.
 
-        ``meta`` (JSON) holds the write-ahead record (``state``, ``owner``, ``message_id``...,
-        see :mod:`core.recovery`)."""
-        self.ensure_user(user_id)
+        Args:
+            epoch: :meth:`erasure_epoch` when the turn started; ``None`` writes unguarded.
+            meta: the write-ahead record (JSON: ``state``, ``owner``, ``message_id``..., see
+                :mod:`core.recovery`).
+        Raises:
+            storage.tombstones.UserErased: the user was erased since (nothing is written).
+        """
         with Session(self.engine) as s:
+            subject = self._lock(s, user_id, epoch)
+            _touch_user(s, user_id, None)
+            s.flush()  # the first write: on SQLite the write lock is held from here
             turn = Turn(user_id=user_id, session_id=session_id, user_text=text, lang=lang,
                         meta=dict(meta or {}))
             s.add(turn)
+            s.flush()
+            if subject is not None:
+                tombstones.verify(s.connection(), subject, epoch)  # type: ignore[arg-type]
             s.commit()
             return int(turn.id)  # type: ignore[arg-type]
 
+    def _lock(self, s: Session, user_id: str, epoch: int | None) -> str | None:
+        """The user's pseudonym with its erasure lock taken, or ``None`` (unguarded write)."""
+        if epoch is None or self.pseudonym is None:
+            return None
+        subject = self.pseudonym(user_id)
+        tombstones.lock(s.connection(), subject)
+        return subject
+
     def set_reply(self, turn_id: int, reply: str, cache_hit: bool, meta: dict[str, Any]) -> None:
         """Store the bot's reply of a turn; ``meta`` (JSON-serialisable) is merged into the
-        turn's, whose ``state`` becomes ``answered``."""
+        turn's, whose ``state`` becomes ``answered``.
+
+        Raises:
+            storage.tombstones.UserErased: the turn no longer exists (erased meanwhile).
+        """
         with Session(self.engine) as s:
             turn = s.get(Turn, turn_id)
             if turn is None:
-                raise KeyError(f"turn {turn_id} does not exist")
+                raise tombstones.UserErased(f"turn {turn_id} does not exist")
             turn.reply, turn.cache_hit = reply, cache_hit
             turn.meta = {**(turn.meta or {}), **meta, "state": "answered"}
             turn.answered_at = utcnow()
@@ -222,9 +255,24 @@ class Repository:
 
     # -- response cache --------------------------------------------------------------------
     def add_cache_entry(self, entry: CacheEntry) -> int:
-        """Insert a cache entry; returns its id."""
+        """Insert a cache entry; returns its id.
+
+        Raises:
+            storage.tombstones.UserErased: its ``source_turn_id`` turn or its owner no longer
+                exists (erased while the turn ran); nothing is written.
+        """
         with Session(self.engine) as s:
+            owner = entry.owner_user_id or (s.exec(select(Turn.user_id).where(
+                Turn.id == entry.source_turn_id)).first() if entry.source_turn_id is not None else None)
+            if owner and self.pseudonym is not None:
+                tombstones.lock(s.connection(), self.pseudonym(owner))
             s.add(entry)
+            s.flush()  # the first write: on SQLite the write lock is held from here
+            gone = (entry.source_turn_id is not None and s.get(Turn, entry.source_turn_id) is None) \
+                or (entry.owner_user_id is not None and s.get(User, entry.owner_user_id) is None)
+            if gone:
+                s.rollback()
+                raise tombstones.UserErased("the turn or owner of this cache entry was erased")
             s.commit()
             return int(entry.id)  # type: ignore[arg-type]
 
@@ -302,3 +350,14 @@ class Repository:
             return None
         conn.execute(stmt)  # a concurrent caller created it first
         return None
+
+
+def _touch_user(s: Session, user_id: str, locale: str | None) -> None:
+    """Create the user row if missing, else update ``last_seen_at`` (and locale if given)."""
+    user = s.get(User, user_id)
+    if user is None:
+        user = User(id=user_id, locale=locale)
+    user.last_seen_at = utcnow()
+    if locale:
+        user.locale = locale
+    s.add(user)

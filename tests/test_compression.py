@@ -291,7 +291,7 @@ def test_hybrid_summarises_the_extract_at_the_target_ratio(chunks, server):
     for req, doc, row, quoted in zip(reqs, docs, result.report["docs"], result.quote_docs):
         extract = extract_document(doc["text"], set(tokenize(query)), int(row["budget"] * 0.6), FIND).text
         assert extract and extract == quoted["text"]  # the offline generator gets the verbatim extract
-        assert req["messages"][1]["content"].endswith("Document:\n" + extract)
+        assert req["messages"][1]["content"].endswith("\n\n" + extract + "\n</document>")
         assert row["llm_input_tokens"] <= 0.6 * row["budget"] < count_tokens(doc["text"])
         assert row["method"] == "hybrid"
     assert [d["text"] for d in result.docs] == ["First summary.", "Second summary."]
@@ -354,7 +354,7 @@ def test_agent_abstractive_summary_reaches_the_llm_prompt(tmp_path, default_inde
     summaries = [r for r in reqs if is_summary_request(r)]
     gen = next(r for r in reqs if not is_summary_request(r) and "response_format" not in r)
     assert summaries and reply.trace["generator"] == "llm"
-    assert SUMMARY in gen["messages"][0]["content"]
+    assert SUMMARY in gen["messages"][1]["content"] and SUMMARY not in gen["messages"][0]["content"]
     assert reply.trace["llm_calls"] == len(reqs)  # summaries + answer + judge
     assert any(n.startswith("context compression (abstractive)") for n in reply.trace["notes"])
 

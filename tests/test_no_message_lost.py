@@ -229,9 +229,9 @@ def test_start_up_claims_interrupted_turns_once(tmp_path, default_index):
     repo = agent.services.repo
     dead = f"{socket.gethostname()}:999999999:dead"
     tid = repo.add_turn("telegram:4403", "telegram:chat:4403", "제 혈압약 부작용이 뭔가요?", "ko",
-                        {**recovery.received_meta("telegram", "patient", "5"), "owner": dead})
+                        meta={**recovery.received_meta("telegram", "patient", "5"), "owner": dead})
     live = repo.add_turn("telegram:4404", "telegram:chat:4404", "still running", "en",
-                         recovery.received_meta("telegram", "patient", "6"))
+                         meta=recovery.received_meta("telegram", "patient", "6"))
     claimed = recovery.claim_interrupted(repo, stale_s=900)
     assert [t.id for t in claimed] == [tid]
     assert recovery.claim_interrupted(repo, stale_s=900) == []  # now ours: nobody else takes it
@@ -241,8 +241,8 @@ def test_start_up_claims_interrupted_turns_once(tmp_path, default_index):
     assert repo.turn(live).reply is None
     # a turn whose re-run was interrupted too is given up, its words kept
     again = repo.add_turn("telegram:4405", "telegram:chat:4405", "boom", "en",
-                          {**recovery.received_meta("telegram", "patient", "7"), "owner": dead,
-                           "attempts": recovery.MAX_RESUME_ATTEMPTS})
+                          meta={**recovery.received_meta("telegram", "patient", "7"), "owner": dead,
+                                "attempts": recovery.MAX_RESUME_ATTEMPTS})
     (turn,) = recovery.claim_interrupted(repo, stale_s=900)
     assert turn.id == again and "could not answer" in agent.resume(turn).text
     assert repo.turn(again).meta["state"] == "interrupted" and repo.turn(again).user_text == "boom"

@@ -141,6 +141,23 @@ _ALLERGY_POST_EN = re.compile(r"^\s*(?:allerg(?:y|ies|ic)|intolerance|hypersensi
                               r"(?:hives|a rash)|makes? me (?:break out|swell|itch))", re.I)
 
 
+_FIRST_PERSON_EN = re.compile(r"\b(?:i|i'm|im|i've|i'd|me|my|mine|myself)\b", re.I)
+_FIRST_PERSON_KO = re.compile(r"저는|제가|저도|저의|저한테|저에게|(?<![가-힣])제\s|나는|내가|나도|나한테|(?<![가-힣])내\s")
+_THIRD_PERSON = re.compile(r"\b(?:patient|user|client|he|she|they|him|her|his|their)\b"
+                           r"|환자|사용자|이용자|유저|그는|그녀|그분|이\s*사람|이분", re.I)
+
+
+def first_person(clause: str) -> bool:
+    """True when ``clause`` is the user speaking of themselves: an explicit first person
+    (``I``, ``my``; ``저는``, ``제가``), or a Korean clause that names no one (Korean drops the
+    speaker as subject: ``페니실린 알레르기가 있어요``). ``the patient is allergic to insulin`` and
+    ``환자는 인슐린 알레르기`` are not (issue 12: an allergy to a drug the user takes needs the
+    user's own first-person words)."""
+    if _FIRST_PERSON_EN.search(clause) or _FIRST_PERSON_KO.search(clause):
+        return True
+    return not _THIRD_PERSON.search(clause) and bool(re.search(r"[가-힣]", clause))
+
+
 @dataclass(frozen=True)
 class MentionContext:
     """The status of a mention (one of :data:`STATUSES`) and whether it is an allergy."""

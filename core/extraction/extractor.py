@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 
 from core.extraction import measures, patterns
-from core.extraction.context import CHRONIC_KEYWORDS, clause_bounds, index_text, mention_context
+from core.extraction.context import (CHRONIC_KEYWORDS, clause_bounds, first_person, index_text,
+                                    mention_context)
 from core.extraction.lexicon import Lexicon, load_lexicon
 from core.extraction.recognizer import Mention, Recognizer
 from core.extraction.slots import Concept, Slots
+from core.injection import mask_instructions
 
 TUI_SLOTS = {"T047": "condition", "T048": "condition", "T191": "condition",
              "T046": "condition", "T019": "condition", "T037": "condition",
@@ -58,9 +60,14 @@ class Extractor:
             lang: ``ko`` or ``en`` (the language of concept names in the result).
             use_medcat: the ``medcat_enabled`` flag; without a recognizer it has no effect.
         Returns:
-            :class:`Slots`; ``rejected`` lists implausible numbers that were not kept.
+            :class:`Slots`; ``rejected`` lists implausible numbers that were not kept. Nothing
+            inside an instruction to the assistant (``system note: ...``,
+            :func:`core.injection.instruction_spans`) is extracted: an instruction is never a fact.
         """
+        text = mask_instructions(text)
         slots = Slots()
+        if not text.strip():  # nothing but instructions (MedCAT has no entities for blank text)
+            return slots
         slots.demographics = patterns.demographics(text, slots.rejected)
         slots.vitals = patterns.vitals(text, slots.rejected)
         slots.labs = patterns.labs(text, slots.rejected)
@@ -95,6 +102,7 @@ class Extractor:
                 c.duration = duration.group(0).strip()
             lo, hi = clause_bounds(text, m.start, m.end, index)
             c.chronic = bool(CHRONIC_KEYWORDS.search(text[lo:hi]))
+            c.first_person = first_person(text[lo:hi])
             out.setdefault((c.cui, c.status), c)
         if any(c.slot == "allergy" for c in out.values()):  # "allergy" was the trigger word
             out = {k: c for k, c in out.items() if c.cui not in HYPERSENSITIVITY_CUIS}

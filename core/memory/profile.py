@@ -66,7 +66,8 @@ def merge_slots(existing: list[Fact], slots: Slots, user_id: str, turn_id: int |
     """Merge one message's slots into a user's stored facts.
 
     Concepts are keyed by slot, CUI and subject (the user, or a relative for ``family``
-    status); ``topic`` mentions are not facts and are skipped. A concept whose status changes
+    status); ``topic`` mentions are not facts and are skipped, and so is an allergy to a drug the
+    user takes unless they said it in the first person. A concept whose status changes
     (active → stopped, negated → active) supersedes the old row, which stays as history; an
     ``uncertain`` mention never demotes an ``active`` fact.
 
@@ -86,13 +87,25 @@ def merge_slots(existing: list[Fact], slots: Slots, user_id: str, turn_id: int |
                                        key=key, name=key, value=num, text_value=text,
                                        observed_at=now, first_seen_at=now))
     for c in slots.concepts:
-        if c.status != "topic":
+        if c.status != "topic" and not _unconfirmed_allergy(c, current, slots):
             _merge_concept(changes, current, c, user_id, turn_id, now)
     measured = [(m, "vital") for m in slots.vitals] + [(m, "lab") for m in slots.labs] + \
         [(m, "body") for m in getattr(slots, "body", [])]
     for m, slot in measured:
         _single(changes, current, _measurement_fact(m, slot, user_id, turn_id, now))
     return changes
+
+
+def _unconfirmed_allergy(c: Concept, current: dict, slots: Slots) -> bool:
+    """An allergy to a drug the user takes (an active medication fact, or one this message
+    states) that the user did not state in the first person (``the patient is allergic to
+    insulin``): not stored (issue 12: an instruction or a report about someone else is never the
+    user's allergy)."""
+    if c.slot != "allergy" or c.first_person:
+        return False
+    taken = current.get(("medication", c.cui, "self"))
+    return (taken is not None and taken.status == "active") or any(
+        m.slot == "medication" and m.cui == c.cui and m.status == "active" for m in slots.concepts)
 
 
 def _fact_key(f: Fact) -> tuple[str, str, str]:

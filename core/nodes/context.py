@@ -7,6 +7,7 @@ from typing import Any
 
 from core import prompts
 from core.context import plan_tokens
+from core.injection import escape_quoted
 from core.memory.tiers import memory_sections
 from core.services import Services
 from core.state import AgentState
@@ -29,10 +30,15 @@ def rewrite_query(question: str, state: AgentState) -> tuple[str, str]:
 
 def assemble_context(state: AgentState, svc: Services) -> dict[str, Any]:
     """Plan the budget and render the system section and the three memory tiers (profile =
-    semantic, long-term = compressed, dialogue = working)."""
+    semantic, long-term = compressed, dialogue = working).
+
+    ``sections["system"]`` is the team's text only; the tiers are quoted blocks
+    (:func:`core.context.render_section`) that go in the user message, as does the question.
+    The keys ``profile``, ``long_term`` and ``dialogue`` are the user-specific sections."""
     s, flags, lang = svc.settings, state["flags"], state["lang"]
     question = state["question"]
-    plan = plan_tokens(s.token_budget, s.system_budget, s.documents_budget, count_tokens(question))
+    plan = plan_tokens(s.token_budget, s.system_budget, s.documents_budget,
+                       count_tokens(escape_quoted(question)))
     if state["mode"] == "llm":
         return {"plan": plan.to_dict(), "retrieval_query": question,
                 "sections": {"system": prompts.BASELINE.get(lang, prompts.BASELINE["en"]),

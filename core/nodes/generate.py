@@ -7,7 +7,7 @@ from typing import Any
 
 from core import prompts
 from core.compression import compress_for_state
-from core.context import assemble_messages, prompt_tokens, render_documents
+from core.context import assemble_messages, plain_messages, prompt_tokens, render_documents
 from core.llm.client import LLMError
 from core.llm.offline import compose_answer
 from core.retrieval.tokenize import tokenize
@@ -35,7 +35,10 @@ def _sources(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def generate_answer(state: AgentState, svc: Services) -> dict[str, Any]:
-    """Render the final prompt within budget and produce the answer with its sources."""
+    """Render the final prompt within budget and produce the answer with its sources.
+
+    The system message holds only the team's prompt; the memory sections, the documents and the
+    question are quoted in the user message (:func:`core.context.assemble_messages`)."""
     lang, flags, intent = state["lang"], state["flags"], state["intent"]
     sections, plan = state["sections"], state["plan"]
     docs = state.get("docs", []) if flags.include_evidence else []
@@ -43,7 +46,8 @@ def generate_answer(state: AgentState, svc: Services) -> dict[str, Any]:
     doc_text, n_docs = render_documents(comp.docs, plan["documents"], lang)
     docs, quote_docs = docs[:n_docs], comp.quote_docs[:n_docs]
     order = [sections.get(k, "") for k in ("profile", "long_term", "dialogue")] + [doc_text]
-    messages = assemble_messages(sections["system"], order, sections["question"])
+    messages = plain_messages(sections["system"], sections["question"]) if state["mode"] == "llm" \
+        else assemble_messages(sections["system"], order, sections["question"], lang)
     out: dict[str, Any] = {"prompt_tokens": prompt_tokens(messages), "sources": _sources(docs),
                            "sections": {**sections, "documents": doc_text},
                            **comp.state_update(state.get("notes", [])), "llm_calls": comp.llm_calls}

@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from core import prompts
+from core.injection import escape_quoted
 from core.llm.client import LLMError
 from core.quality import QualityScore, heuristic_score, parse_judge
 from core.services import Services
@@ -25,8 +26,9 @@ MIN_IMPROVEMENT = 0.05
 
 def _judge(state: AgentState, svc: Services) -> tuple[QualityScore | None, str]:
     evidence = "\n\n".join(f"[{i}] {d['text'][:1500]}" for i, d in enumerate(state.get("docs", []), 1))
-    user = json.dumps({"question": state["question"], "answer": state["answer"],
-                       "evidence": evidence}, ensure_ascii=False)
+    user = json.dumps({"question": escape_quoted(state["question"]),  # quoted data (issue 12)
+                       "answer": escape_quoted(state["answer"]), "evidence": escape_quoted(evidence)},
+                      ensure_ascii=False)
     try:
         reply = svc.llm.complete([{"role": "system", "content": prompts.JUDGE},  # type: ignore[union-attr]
                                   {"role": "user", "content": user}], json_mode=True, max_tokens=400)
@@ -68,8 +70,10 @@ def _rewrite(state: AgentState, svc: Services, missing: list[str]) -> tuple[str,
     try:
         reply = svc.llm.complete([{"role": "system", "content": prompts.REWRITE},
                                   {"role": "user", "content": json.dumps(
-                                      {"question": state["question"], "missing_info": missing,
-                                       "profile": profile}, ensure_ascii=False)}], max_tokens=80)
+                                      {"question": escape_quoted(state["question"]),
+                                       "missing_info": [escape_quoted(m) for m in missing],
+                                       "profile": escape_quoted(profile)}, ensure_ascii=False)}],
+                                 max_tokens=80)
         return reply.text.strip() or base, 1
     except LLMError:
         return base, 1

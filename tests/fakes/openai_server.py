@@ -55,16 +55,27 @@ def _message_text(content: Any) -> str:
     return ""
 
 
+_QUESTION_RE = re.compile(r"<question>\n(.*)\n</question>", re.S)
+
+
+def question_of(request_json: Dict[str, Any]) -> str:
+    """The asked question of a chat request: the ``<question>`` block of the last user message
+    (medbot quotes the question there, after the memory and the documents), else that whole
+    message."""
+    last = ""
+    for message in request_json.get("messages") or []:
+        if isinstance(message, dict) and message.get("role") == "user":
+            last = _message_text(message.get("content"))
+    match = _QUESTION_RE.search(last)
+    return match.group(1) if match else last
+
+
 def default_chat_responder(request_json: Dict[str, Any]) -> str:
     """Deterministic reply; never echoes the system prompt."""
     response_format = request_json.get("response_format") or {}
     if isinstance(response_format, dict) and response_format.get("type") == "json_object":
         return json.dumps(DEFAULT_JUDGE_JSON)
-    last_user = ""
-    for message in request_json.get("messages") or []:
-        if isinstance(message, dict) and message.get("role") == "user":
-            last_user = _message_text(message.get("content"))
-    return f"FAKE-LLM answer to: {last_user[:80]}"
+    return f"FAKE-LLM answer to: {question_of(request_json)[:80]}"
 
 
 def fake_embedding(text: str, dim: int = EMBEDDING_DIM) -> List[float]:
@@ -151,6 +162,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "json": body,
             }
         )
+        if fake.on_request is not None:
+            fake.on_request(path, body)  # e.g. a test's barrier that holds a request
         if fake.delay_s > 0:
             time.sleep(fake.delay_s)
         if fake.hold_marker and fake.hold_marker in json.dumps(body, ensure_ascii=False):
@@ -279,12 +292,15 @@ class FakeOpenAIServer:
         default_chat: callable(request_json) -> str used when no script queued.
         delay_s: mutable per-request delay.
         held: set when a request carrying the :meth:`hold` marker arrived.
+        on_request: callable(path, request_json) run (in the handler thread) after a request
+            is recorded and before it is answered, or None.
     """
 
     def __init__(self, require_key: Optional[str] = None, delay_s: float = 0.0) -> None:
         self.require_key = require_key
         self.delay_s = float(delay_s)
         self.default_chat: Callable[[Dict[str, Any]], str] = default_chat_responder
+        self.on_request: Optional[Callable[[str, Any], None]] = None
         self.requests: List[Dict[str, Any]] = []
         self.chat_script: Deque[ChatScript] = deque()
         self._lock = threading.Lock()
@@ -376,4 +392,4 @@ class FakeOpenAIServer:
             return self._counter
 
 
-__all__ = ["FakeOpenAIServer", "default_chat_responder", "fake_embedding", "DEFAULT_JUDGE_JSON", "EMBEDDING_DIM"]
+__all__ = ["FakeOpenAIServer", "default_chat_responder", "question_of", "fake_embedding", "DEFAULT_JUDGE_JSON", "EMBEDDING_DIM"]
