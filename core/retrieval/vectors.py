@@ -43,6 +43,11 @@ class VectorStore:
         return int(self._db.execute("SELECT COUNT(*) FROM vectors WHERE embedder=?",
                                     (embedder,)).fetchone()[0])
 
+    def dim(self, embedder: str) -> int:
+        """Dimension of ``embedder``'s stored vectors (0 when it has none)."""
+        row = self._db.execute("SELECT v FROM vectors WHERE embedder=? LIMIT 1", (embedder,)).fetchone()
+        return len(row[0]) // 4 if row else 0
+
     def put_many(self, embedder: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
         """Store one batch and commit it. ``vectors`` is (len(hashes), dim) float32."""
         rows = [(embedder, h, np.asarray(v, dtype=np.float32).tobytes())
