@@ -37,8 +37,14 @@ app.add_typer(admin_app, name="admin")
 
 
 def _setup_logging() -> None:
-    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "WARNING"), stream=sys.stderr,
+    """Log to stderr at ``LOG_LEVEL`` (WARNING by default). The level is set on the handler as
+    well: a library that sets its own logger to DEBUG (bm25s does) would otherwise print its
+    debug lines into the console conversation (issue 14)."""
+    level = os.environ.get("LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(level=level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -76,7 +82,9 @@ def chat(user: str = typer.Option("local", help="Console user name (id console:<
     _setup_logging()
     from adapters.console import ConsoleChannel
 
-    ConsoleChannel(_agent(index), user=user).run()
+    agent = _agent(index)
+    agent.services.warm_up()
+    ConsoleChannel(agent, user=user).run()
 
 
 @app.command()
@@ -291,6 +299,22 @@ def bench_channels_cmd(users: int = typer.Option(50, help="Concurrent simulated 
     bench_channels(users, turns, solo_turns, delay, cache)
 
 
+@bench_app.command("answers")
+def bench_answers_cmd(medquad: Optional[Path] = typer.Option(None, help="MedQuAD corpus.jsonl (its `bench retrieval` index must exist); omitted: Korean set only."),
+                      korean: bool = typer.Option(True, help="Include the Korean set over the bundled corpus."),
+                      split: str = typer.Option("all", help="tune, holdout or all (the held-out split is fixed by question id)."),
+                      examples: int = typer.Option(0, help="Print this many questions' bullets with their on-topic verdict."),
+                      sweep: bool = typer.Option(False, help="Also score a grid of evidence weights on the tune split."),
+                      cache: Optional[Path] = typer.Option(None, help="Bench indexes (default $MEDBOT_DATA_DIR/bench/retrieval)."),
+                      as_json: bool = typer.Option(False, "--json")) -> None:
+    """On-topic bullets, ROUGE-L and embedding similarity to the reference, refusals and
+    generate_answer latency: today's offline generator beside the evidence selection."""
+    _setup_logging()
+    from bot.bench_answers import cli_main
+
+    raise typer.Exit(cli_main(medquad, korean, cache, split, examples, sweep, as_json))
+
+
 @bench_app.command("retrieval")
 def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR directory, or a question/answer JSONL (MedQuAD) to derive one from."),
                         as_json: bool = typer.Option(False, "--json"),
@@ -300,6 +324,7 @@ def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR 
                         sweep: bool = typer.Option(False, help="Also sweep RRF k, depths, weights and convex alpha."),
                         embed: bool = typer.Option(True, help="Embed missing vectors first (--no-embed: use what is cached)."),
                         korean: bool = typer.Option(False, help="Compare Korean BM25 tokenisations on the team's set instead."),
+                        kiwi: bool = typer.Option(False, help="With --korean: compare Kiwi's models and options (nDCG@10, load time, RSS)."),
                         cache: Optional[Path] = typer.Option(None, help="Derived sets and indexes (default $MEDBOT_DATA_DIR/bench/retrieval)."),
                         queries: int = typer.Option(500, help="Queries sampled when deriving a set."),
                         seed: int = typer.Option(0, help="Seed of that sample."),
@@ -310,7 +335,7 @@ def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR 
     from bot.bench_retrieval import cli_main
 
     raise typer.Exit(cli_main(dataset, as_json, methods, k, unit, sweep, embed, korean, cache,
-                              queries, seed, timing, choose))
+                              queries, seed, timing, choose, kiwi))
 
 
 if __name__ == "__main__":
