@@ -315,6 +315,18 @@ def bench_answers_cmd(medquad: Optional[Path] = typer.Option(None, help="MedQuAD
     raise typer.Exit(cli_main(medquad, korean, cache, split, examples, sweep, as_json))
 
 
+@bench_app.command("service")
+def bench_service_cmd(threads: list[int] = typer.Option([1, 2], help="EMBED_THREADS values to compare (repeatable)."),
+                      as_json: bool = typer.Option(False, "--json")) -> None:
+    """Start-up time and RSS after an English and a Korean turn; query embedding p50 idle and
+    while two busy processes load both cores, per EMBED_THREADS."""
+    _setup_logging()
+    from bot.bench_service import bench_service, render
+
+    result = bench_service(tuple(threads))
+    typer.echo(json.dumps(result, indent=1) if as_json else render(result))
+
+
 @bench_app.command("retrieval")
 def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR directory, or a question/answer JSONL (MedQuAD) to derive one from."),
                         as_json: bool = typer.Option(False, "--json"),

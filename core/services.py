@@ -29,7 +29,7 @@ def make_embedder(settings: Settings, client=None) -> Embedder:
     bundled multilingual-e5-small."""
     if settings.embedding_backend == "openai":
         return OpenAIEmbedder(client or make_openai_client(settings), settings.embedding_model)
-    return E5Embedder()
+    return E5Embedder(settings.embed_threads)
 
 
 def make_extractor(settings: Settings) -> Extractor:
@@ -91,6 +91,8 @@ class Services:
         calls this at start (issue 14: Kiwi's load took 2.5 s idle, 17 s on a busy machine)."""
         from core.retrieval import tokenize
 
+        if self.default_index:  # a rebuild (rare: the shipped index does not match) shows progress here,
+            ensure_default_index(self.index_dir, self.embedder, progress=True)  # not in the chat
         self.index()
         tokenize.load()
         self.embedder.embed_query("warm-up")
@@ -121,7 +123,7 @@ class Services:
         with self._index_lock:
             if self._index is None:
                 if self.default_index:
-                    ensure_default_index(self.index_dir, self.embedder)  # installs the shipped one
+                    ensure_default_index(self.index_dir, self.embedder, progress=False)
                 self._index = HybridIndex(self.index_dir, self.embedder)
             else:
                 self._index.refresh_dense()

@@ -19,7 +19,9 @@ from pathlib import Path
 
 VARIANTS: dict[str, dict] = {
     "cong + multi-word dict (before)": {"model_type": "cong", "num_workers": -1, "load_multi_dict": True},
-    "cong (default)": {"model_type": "cong", "num_workers": -1, "load_multi_dict": False},
+    "cong, no multi-word dict": {"model_type": "cong", "num_workers": -1, "load_multi_dict": False},
+    "cong, no multi-word/typo dict (default)": {"model_type": "cong", "num_workers": -1,
+                                                "load_multi_dict": False, "load_typo_dict": False},
     "cong-global": {"model_type": "cong-global", "num_workers": -1, "load_multi_dict": False},
     "knlm": {"model_type": "knlm", "num_workers": -1, "load_multi_dict": False},
     "sbg": {"model_type": "sbg", "num_workers": -1, "load_multi_dict": False},
