@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 QUESTIONS = ["제가 먹는 약 때문에 다리가 부을 수 있나요?", "What are the symptoms of acromegaly?",
              "메트포르민 부작용이 뭔가요?", "How is high blood pressure treated in older adults?",
@@ -34,10 +35,14 @@ LOAD_PROCESSES = 2
 
 
 def rss_mb() -> float:
-    """This process's resident set size in MB (0 where /proc is unavailable)."""
-    from bot.bench_retrieval.kiwi import rss_mb as rss
-
-    return rss()
+    """This process's resident set size in MB (from /proc/self/status; 0 where unavailable)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def _spin(stop) -> None:

@@ -107,7 +107,7 @@ def seed_vectors(index_dir: Path, embedder_name: str, pkg: Path = PACKAGE_DIR) -
     for name, keys, vecs in pairs:
         store = VectorStore(Path(index_dir) / name)
         try:
-            store.put_many(embedder_name, keys, vecs.astype(np.float32))
+            store.put_many(embedder_name, keys, vecs.astype(np.float32), replace=False)  # keep own
         finally:
             store.close()
         n += len(keys)

@@ -41,7 +41,8 @@ def _kiwi():
 def load() -> None:
     """Load Kiwi's model now (about 0.5 s idle, far more on a busy machine), so that the first
     Korean turn does not pay for it: the service calls this at start."""
-    tokenize("한국어")
+    tokenize("제가 먹는 약 때문에 다리가 부을 수 있나요? 아침마다 머리가 아파요.")  # CoNg builds its
+    # caches on the first real sentence: do it here, not in the first Korean turn
 
 
 def versions() -> dict[str, str]:
