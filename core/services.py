@@ -99,19 +99,6 @@ class Services:
         _trim_heap()
 
 
-def _trim_heap() -> None:
-    """Give the heap pages freed while loading the models back to the OS (glibc
-    ``malloc_trim``; about 15 MB of RSS here). A no-op where glibc is absent."""
-    import ctypes
-    import ctypes.util
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
     def qtype_vector(self, label: str | None, lang: str) -> np.ndarray | None:
         """The e5 query vector of the question type's prototype
         (:data:`core.evidence.TYPE_PROTOTYPES`), embedded once per process; ``None`` for a type
@@ -143,3 +130,17 @@ def _trim_heap() -> None:
             else:
                 self._index.refresh_dense()
             return self._index
+
+
+def _trim_heap() -> None:
+    """Give the heap pages freed while loading the models back to the OS (glibc
+    ``malloc_trim``; about 15 MB of RSS here). A no-op where glibc is absent."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass

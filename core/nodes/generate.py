@@ -111,6 +111,7 @@ def generate_answer(state: AgentState, svc: Services) -> dict[str, Any]:
                 "generator": "none", "sources": []}
     picked = [c for c in sel.take(MAX_SENTENCES, MAX_PER_DOC) if c.doc in numbers]
     profile_line = state.get("profile_summary", "") if sections.get("profile") else ""
-    values = value_line(state.get("user_values") or [], lang) if picked else ""
+    wants_value = (state.get("qtype") or {}).get("label") == "test_result"  # "what does my value mean"
+    values = value_line(state.get("user_values") or [], lang) if picked and wants_value else ""
     answer = compose_answer(picked, numbers, lang, docs, profile_line, values)
     return {**out, "answer": answer, "generator": "offline"}
