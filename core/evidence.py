@@ -4,7 +4,7 @@ the question.
 Every sentence of every retrieved document (:func:`core.retrieval.sentences.chunk_sentences`)
 is a candidate. Its **relevance** is
 
-    ``relevance = cos(q, s) + W_LEX · lexical + W_DOC · document``
+    ``relevance = cos(q, s) + W_LEX · lexical + W_DOC · document + W_QTYPE · type``
 
 - ``cos(q, s)``: e5 cosine between the question's vector (the one the turn already has,
   ``state["question_vec"]``, e5 ``query:`` prefix) and the sentence's vector (stored at index
@@ -13,10 +13,15 @@ is a candidate. Its **relevance** is
   English words cut to 5 characters, a light stemmer; Hangul character bigrams; numbers).
 - ``document``: the document's retrieval score divided by the best one's (fused score in
   [0, 1] for the default convex fusion).
+- ``type``: how much closer than :data:`TYPE_BASE` the sentence is to the prototype of the
+  question's type (:data:`TYPE_PROTOTYPES`; the type comes from :mod:`core.qtype`): side-effect
+  questions favour side-effect sentences, dosage questions dosing, "what does my value mean"
+  the reference ranges.
 
-A sentence is kept only when its relevance clears the **floor**: at least :attr:`Weights.floor`
-and within :attr:`Weights.margin` of the best candidate. Fewer bullets rather than off-topic
-ones; when nothing clears it the generator refuses to guess. Two rules may only take away:
+A sentence is kept only when it clears the **floor**: its cosine to the question is at least
+:attr:`Weights.floor` (semantic relevance on an absolute scale) and its relevance is within
+:attr:`Weights.margin` of the best such sentence. Fewer bullets rather than off-topic ones; when
+no sentence is close enough to the question the generator refuses to guess. Two rules may only take away:
 when the question points at the user's own medication or condition (``my medication``,
 ``제가 먹는 약``; the retrieval query was filled in with their names), a sentence of a document
 that names none of them loses :attr:`Weights.other_drug`; a sentence about a population the
@@ -27,9 +32,7 @@ sentences in the other language are dropped. The kept sentences are then
 
 - the profile (:attr:`Weights.personal`): the sentence, or its document's title, names one of
   the user's own medications or conditions (the profile re-ranks, it never brings a sentence in);
-- the language (:attr:`Weights.same_lang`);
-- the question type (:attr:`Weights.qtype`): cosine between the sentence and the type's
-  prototype query (e.g. side effects), when the type is known.
+- the language (:attr:`Weights.same_lang`).
 
 The weights and the floor were chosen on half of the answers benchmark's questions and checked
 on the other half (``medbot bench answers``, docs/benchmarks.md "Answers").
@@ -62,8 +65,9 @@ _KO_STOP = frozenset({"있나", "나요", "까요", "는데", "어요", "에요"
 Lookup = Callable[[list[str]], dict[str, np.ndarray]]
 
 # What a sentence that answers each question type (core.qtype) talks about, as an e5 query: a
-# sentence close to it ranks higher (ranking only, never the floor). Types with no typical
-# wording (information, other, research...) have none.
+# sentence closer to it than TYPE_BASE gains W_QTYPE times the excess in relevance. Types with
+# no typical wording (information, other, research...) have none.
+TYPE_BASE = 0.8
 TYPE_PROTOTYPES: dict[str, dict[str, str]] = {
     "side_effects": {"en": "common side effects and adverse reactions of this medicine",
                      "ko": "이 약의 흔한 부작용과 이상 반응"},
@@ -113,8 +117,8 @@ class Weights:
     floor: float = 0.86
     margin: float = 0.08
     personal: float = 0.06
-    other_drug: float = 0.10
-    not_applicable: float = 0.15
+    other_drug: float = 0.5
+    not_applicable: float = 0.5
     same_lang: float = 0.03
     qtype: float = 0.5
 
@@ -246,17 +250,19 @@ def select_evidence(question: str, question_vec: np.ndarray | None, docs: Sequen
         cos = float(v @ q) if v is not None and q is not None else None
         lex = len(qterms & terms(s)) / len(qterms) if qterms else 0.0
         doc = max(0.0, float(docs[i].get("score") or 0.0)) / best_doc
-        rel = (cos if cos is not None else 0.0) + weights.lexical * lex + weights.document * doc
+        typed = max(0.0, float(v @ type_vec) - TYPE_BASE) if v is not None and type_vec is not None else 0.0
+        rel = ((cos if cos is not None else 0.0) + weights.lexical * lex + weights.document * doc
+               + weights.qtype * typed)
         c = Candidate(s, i, j, cos, lex, doc, rel, lang=docs[i].get("lang", ""))
-        penalty, bonus = _rerank(c, docs[i], v, lang, personal, type_vec, weights)
+        penalty, bonus = _rerank(c, docs[i], lang, personal, weights)
         c.relevance += penalty
         c.rank = c.relevance + bonus
         scored.append(c)
     return _floor(scored, weights, len(vecs), q is not None, lang)
 
 
-def _rerank(c: Candidate, doc: dict[str, Any], vec: np.ndarray | None, lang: str, personal: Personal,
-            type_vec: np.ndarray | None, w: Weights) -> tuple[float, float]:
+def _rerank(c: Candidate, doc: dict[str, Any], lang: str, personal: Personal, w: Weights
+            ) -> tuple[float, float]:
     """(penalty ≤ 0, which counts against the floor; bonus ≥ 0, which only orders)."""
     bonus = w.same_lang if c.lang == lang else 0.0
     where = f"{doc.get('title', '')}\n{c.text}"
@@ -268,22 +274,23 @@ def _rerank(c: Candidate, doc: dict[str, Any], vec: np.ndarray | None, lang: str
     if personal.fill_in and not personal.mentions(f"{doc.get('title', '')}\n{doc.get('text', '')}",
                                                   personal.fill_in):
         penalty -= w.other_drug  # "my medication": a document about none of them does not answer
-    if type_vec is not None and vec is not None:
-        bonus += w.qtype * max(0.0, float(vec @ type_vec) - 0.8)
     return penalty, bonus
 
 
 def _floor(scored: list[Candidate], w: Weights, with_vec: int, have_q: bool, lang: str) -> Selection:
-    best = max(c.relevance for c in scored)
-    # without a cosine the relevance scale is lexical + document only: the absolute floor does
-    # not apply, only the margin to the best
-    floor = max(w.floor, best - w.margin) if have_q and with_vec else best - w.margin
-    kept = [c for c in scored if c.relevance >= floor]
+    """Keep the sentences semantically close enough to the question (cosine ≥ ``w.floor``) whose
+    relevance is within ``w.margin`` of the best such sentence. Without sentence vectors (or
+    without the question's vector) only the margin applies."""
+    semantic = have_q and with_vec > 0
+    eligible = [c for c in scored if not semantic or (c.cosine is not None and c.cosine >= w.floor)]
+    best = max((c.relevance for c in eligible), default=0.0)
+    kept = [c for c in eligible if c.relevance >= best - w.margin]
     if any(c.lang == lang for c in kept):  # quotes in the user's language when there are any
         kept = [c for c in kept if c.lang == lang or not c.lang]
     kept.sort(key=lambda c: (-c.rank, c.doc, c.pos))
-    report = {"candidates": len(scored), "with_vector": with_vec, "floor": round(floor, 4),
-              "best": round(best, 4), "kept": len(kept), "weights": asdict(w)}
+    report = {"candidates": len(scored), "with_vector": with_vec, "cosine_floor": w.floor if semantic else None,
+              "over_cosine_floor": len(eligible), "best": round(best, 4), "margin": w.margin,
+              "kept": len(kept), "weights": asdict(w)}
     if not have_q:
         report["note"] = "no question vector: lexical and document scores only"
     elif with_vec < len(scored):

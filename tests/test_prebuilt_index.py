@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.embedding import e5_name
+from core.embedding import e5_model_name
 from core.knowledge import corpus_paths, ensure_default_index, prebuilt
 from core.retrieval.documents import chunk_document, read_documents
 from core.retrieval.index import HybridIndex, read_manifest
@@ -42,7 +42,7 @@ class CountingEmbedder:
 def test_shipped_index_matches_corpus_and_versions():
     shipped = prebuilt.package_manifest()
     assert shipped is not None, "no prebuilt index shipped: run `make index`"
-    want = prebuilt.stamps(e5_name(), corpus_paths())
+    want = prebuilt.stamps(e5_model_name(), corpus_paths())
     assert prebuilt.mismatches(shipped, want) == [], \
         f"shipped index is stale ({prebuilt.mismatches(shipped, want)}): run `make index`"
 

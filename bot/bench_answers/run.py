@@ -88,7 +88,7 @@ def retrieve(setup: Setup, q: Question) -> tuple[list[dict[str, Any]], np.ndarra
 
 def make_state(q: Question, docs: list[dict[str, Any]], vec: np.ndarray, settings) -> dict[str, Any]:
     """The ``generate_answer`` input of a first-turn question with no profile (what the graph
-    would have set by then), with the question type when :mod:`core.qtype` is available."""
+    would have set by then), with its question type (:mod:`core.qtype`)."""
     from config.flags import FeatureFlags
     from core import prompts
     from core.context import plan_tokens
@@ -100,20 +100,17 @@ def make_state(q: Question, docs: list[dict[str, Any]], vec: np.ndarray, setting
              "intent": {"label": "question", "k": K_DOCS}, "mode": "ai_agent", "notes": [],
              "sections": {"system": prompts.SYSTEM[q.lang], "question": q.text},
              "plan": plan.to_dict(), "docs": docs, "question_vec": vec, "retrieval_query": q.text}
-    qtype = question_type(q.text, q.lang)
-    if qtype is not None:
-        state["qtype"] = qtype
+    state["qtype"] = question_type(q.text, q.lang, vec)
     return state
 
 
-def question_type(text: str, lang: str) -> dict[str, Any] | None:
-    """``core.qtype.classify_question`` as a dict, ``None`` when the module is absent."""
-    try:
-        from core.qtype import classify_question
-    except ImportError:
-        return None
-    t = classify_question(text, lang)
-    return {"label": t.label, "confidence": t.confidence}
+def question_type(text: str, lang: str, vec: np.ndarray) -> dict[str, Any]:
+    """``core.qtype.classify_question`` on the question's e5 vector, as the agent's
+    ``classify_intent`` node stores it."""
+    from core.qtype import classify_question
+
+    t = classify_question(text, lang, vec=vec)
+    return {"label": t.label, "confidence": round(t.confidence, 4)}
 
 
 def run_generator(gen: Generator, state: dict[str, Any], svc) -> Answer:

@@ -10,8 +10,8 @@ from bot.bench_answers.data import Answer, Question
 from bot.bench_answers.run import Setup, sentence_vectors
 from bot.bench_answers.scoring import score, summarize
 
-GRID = {"floor": (0.80, 0.83, 0.85, 0.86, 0.87, 0.88, 0.90), "margin": (0.04, 0.06, 0.08, 0.10, 0.15),
-        "lexical": (0.0, 0.1, 0.25, 0.5), "document": (0.0, 0.1, 0.2)}
+GRID = {"floor": (0.0, 0.84, 0.85, 0.86), "margin": (0.08, 0.12, 0.16, 0.2), "lexical": (0.0, 0.1),
+        "document": (0.5, 1.0, 2.0), "qtype": (0.0, 0.5, 1.0, 2.0)}
 
 
 def bullets_with(weights, state: dict[str, Any], svc) -> list[tuple[str, str]]:
