@@ -188,7 +188,7 @@ def index_default(package: bool = typer.Option(False, "--package", help="Rebuild
         shipped = write_package(Path(tmp))
     typer.echo(f"prebuilt index {'unchanged' if how == 'installed' else 'rebuilt'}: "
                f"{shipped['documents']} documents, {shipped['chunks']} chunks, "
-               f"{shipped['sentences']} sentences ({shipped['dtype']}) -> {PACKAGE_DIR}")
+               f"{shipped['sentences']} sentences -> {PACKAGE_DIR}")
 
 
 @bench_app.command("turn")

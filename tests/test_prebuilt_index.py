@@ -59,7 +59,8 @@ def test_shipped_chunks_and_vectors_are_those_of_the_corpus():
     chunk_vecs, sent_vecs = np.load(PKG / "chunk_vectors.npy"), np.load(PKG / "sentence_vectors.npy")
     manifest = prebuilt.package_manifest()
     assert chunk_vecs.shape == (len(shipped), 384) and sent_vecs.shape == (len(keys), 384)
-    assert chunk_vecs.dtype == sent_vecs.dtype == np.dtype(manifest["dtype"])
+    assert chunk_vecs.dtype == np.dtype(manifest["dtype"]["chunks"]) == np.float32
+    assert sent_vecs.dtype == np.dtype(manifest["dtype"]["sentences"])
     norms = np.linalg.norm(sent_vecs.astype(np.float32), axis=1)
     assert np.allclose(norms, 1.0, atol=2e-3)  # normalised e5 vectors, float16 rounding only
     for path in PKG.rglob("*"):
