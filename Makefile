@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.installed-test
 # for the install (docs/benchmarks.md "First answer on a fresh clone").
 INSTALLER ?= pip
 ifeq ($(INSTALLER),uv)
-INSTALL = $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python
+INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python
 else
 INSTALL = $(BIN)/pip install -q
 endif
