@@ -88,3 +88,18 @@ def test_every_bullet_quotes_its_cited_source(her, chunks_by_doc):
             assert m, line
             doc_id = reply.sources[int(m.group("n")) - 1].doc_id
             assert any(m.group("body") in t for t in chunks_by_doc[doc_id]), (line, doc_id)
+
+
+def test_what_does_my_value_mean_states_her_value_in_the_template_and_quotes_ranges(her):
+    reply = her("혈압 160/100이면 어떤 건가요?")
+    assert reply.trace["qtype"]["label"] == "test_result"
+    assert "말씀하신 수치: 혈압 160/100 mmHg." in reply.text
+    lines = bullets(reply.text)
+    assert any(re.search(r"\d+\s*mmHg|\d+/\d+", line) for line in lines), reply.text  # a range quoted
+
+
+def test_a_dosage_question_quotes_dosing(her):
+    reply = her("메트포르민은 하루에 몇 mg 먹어요?")
+    assert reply.trace["qtype"]["label"] == "dosage"
+    assert any("mg" in line for line in bullets(reply.text)), reply.text
+    assert "말씀하신 수치" not in reply.text  # the value template is for test_result questions only
