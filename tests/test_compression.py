@@ -313,12 +313,17 @@ def test_generate_answer_puts_the_report_in_its_update(chunks, agent):
         assert m.group("body") in docs[int(m.group("n")) - 1]["text"]
 
 
+# The prompt's documents are the selected evidence sentences (issue 14); this question's evidence
+# (three sentences of the metformin document) overflows the least documents budget allowed.
+AGENT_Q = "How should I take metformin?"
+
+
 def test_agent_with_a_small_documents_budget_compresses(tmp_path, default_index, chunks):
-    agent = Agent(make_settings(tmp_path, default_index, DOCUMENTS_BUDGET=150))
-    reply = agent.handle(InboundMessage(user_id="comp:1", text="What are the side effects of metformin?"))
+    agent = Agent(make_settings(tmp_path, default_index, DOCUMENTS_BUDGET=100))
+    reply = agent.handle(InboundMessage(user_id="comp:1", text=AGENT_Q))
     notes = [n for n in reply.trace["notes"] if n.startswith("context compression")]
-    assert notes and "(budget 150)" in notes[0], reply.trace["notes"]
-    assert count_tokens(reply.trace["prompt_sections"]["documents"]) <= 150
+    assert notes and "(budget 100)" in notes[0], reply.trace["notes"]
+    assert count_tokens(reply.trace["prompt_sections"]["documents"]) <= 100
     assert reply.trace["prompt_tokens"] <= agent.settings.token_budget
     assert reply.trace["generator"] == "offline" and reply.sources
     by_id = {}
@@ -327,7 +332,7 @@ def test_agent_with_a_small_documents_budget_compresses(tmp_path, default_index,
     for line in (ln for ln in reply.text.splitlines() if ln.startswith("- ")):
         m = BULLET.match(line)
         assert any(m.group("body") in t for t in by_id[reply.sources[int(m.group("n")) - 1].doc_id])
-    plain = agent.handle(InboundMessage(user_id="comp:2", text="What are the side effects of metformin?",
+    plain = agent.handle(InboundMessage(user_id="comp:2", text=AGENT_Q,
                                         flags={"context_compression_enabled": False,
                                                "response_cache_enabled": False}))
     assert not any(n.startswith("context compression") for n in plain.trace["notes"])
@@ -335,7 +340,7 @@ def test_agent_with_a_small_documents_budget_compresses(tmp_path, default_index,
 
 def _llm_agent(tmp_path, index, server, **env) -> Agent:
     return Agent(make_settings(tmp_path, index, OPENAI_BASE_URL=server.base_url, LLM_MODEL="fake-model",
-                               OPENAI_API_KEY="sk-test", DOCUMENTS_BUDGET=150, **env))
+                               OPENAI_API_KEY="sk-test", DOCUMENTS_BUDGET=100, **env))
 
 
 SUMMARY = "Metformin can cause diarrhoea and nausea; take it with meals."
@@ -348,7 +353,7 @@ def _responder(body: dict) -> str:
 def test_agent_abstractive_summary_reaches_the_llm_prompt(tmp_path, default_index, server):
     agent = _llm_agent(tmp_path, default_index, server)
     server.default_chat = _responder
-    reply = agent.handle(InboundMessage(user_id="comp:llm", text="What are the side effects of metformin?",
+    reply = agent.handle(InboundMessage(user_id="comp:llm", text=AGENT_Q,
                                         flags={"compression_strategy": "abstractive"}))
     reqs = [r["json"] for r in server.requests_to("/chat/completions")]
     summaries = [r for r in reqs if is_summary_request(r)]
@@ -362,7 +367,7 @@ def test_agent_abstractive_summary_reaches_the_llm_prompt(tmp_path, default_inde
 def test_offline_fallback_never_quotes_the_summary(tmp_path, default_index, server, chunks):
     agent = _llm_agent(tmp_path, default_index, server, LLM_MAX_RETRIES=0)
     server.script_chat(SUMMARY, 500, 500)  # the summary works, then the endpoint fails
-    reply = agent.handle(InboundMessage(user_id="comp:down", text="What are the side effects of metformin?",
+    reply = agent.handle(InboundMessage(user_id="comp:down", text=AGENT_Q,
                                         flags={"compression_strategy": "abstractive",
                                                "self_refine_enabled": False}))
     assert reply.trace["generator"] == "offline"

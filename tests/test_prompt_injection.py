@@ -211,7 +211,7 @@ def test_no_user_text_reaches_a_system_message(tmp_path, default_index):
     with FakeOpenAIServer() as server:
         server.default_chat = _respond
         settings = make_settings(tmp_path, default_index, OPENAI_API_KEY="k", OPENAI_BASE_URL=server.base_url,
-                                 LLM_MODEL="fake", DOCUMENTS_BUDGET=300)
+                                 LLM_MODEL="fake", DOCUMENTS_BUDGET=100)
         agent = Agent(settings)
         user = "inj:llm"
         for text in HISTORY:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.memory.profile import Profile, merge_slots
-from core.memory.summary import profile_summary
+from core.memory.summary import profile_summary, stated_values
 from core.services import Services
 from core.state import AgentState
 from storage.tombstones import UserErased
@@ -41,6 +41,13 @@ def store_memory(state: AgentState, svc: Services) -> dict[str, Any]:
     terms = profile.names("condition", lang) + profile.names("medication", lang)
     terms_other = profile.names("condition", "en" if lang == "ko" else "ko") + \
         profile.names("medication", "en" if lang == "ko" else "ko")
+    measured = [(slot, m.key) for slot, ms in (("vital", state["slots"].vitals), ("lab", state["slots"].labs))
+                for m in ms]
     return {"turn_id": turn_id, "profile_summary": profile_summary(profile, lang),
             "profile_terms": terms, "profile_terms_all": terms + terms_other,
+            "profile_names": {slot: list(dict.fromkeys(profile.names(slot, "ko") + profile.names(slot, "en")))
+                              for slot in ("medication", "condition")},
+            "user_values": stated_values(profile, state["question"], measured, lang),
+            "profile_demographics": {k: (f.value if f.value is not None else f.text_value)
+                                     for k, f in profile.demographics.items()},
             "profile_fingerprint": profile.fingerprint(), "profile_changed": changes.changed}
