@@ -7,7 +7,8 @@
 - The console otherwise.
 
 At start-up, turns that a crashed process received but never answered are found and answered
-through their channel, or marked (:mod:`core.recovery`), before any new message is taken.
+through their channel, or marked (:mod:`core.recovery`); they are claimed before any new
+message is taken, so a repeated delivery of one is not answered twice.
 
 SIGTERM / SIGINT stop the intake (polling stops, webhooks answer 503 so the platforms retry),
 wait up to ``SHUTDOWN_GRACE_S`` for every accepted message to be answered, then close.
