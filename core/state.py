@@ -28,9 +28,6 @@ class AgentState(TypedDict, total=False):
     notes: list[str]
     # triage
     red_flags: list[dict[str, str]]
-    # check_similarity
-    question_vec: np.ndarray | None
-    cache_candidates: list[dict[str, Any]]
     # extract_slots / store_memory
     slots: Any  # core.extraction.Slots
     turn_id: int
@@ -39,6 +36,10 @@ class AgentState(TypedDict, total=False):
     profile_terms_all: list[str]
     profile_fingerprint: str
     profile_changed: bool
+    # check_similarity (after store_memory: the structured key needs the concepts)
+    question_vec: np.ndarray | None
+    cache_key: dict[str, str]  # core.cache.key.CacheKey.to_dict()
+    cache_candidates: list[dict[str, Any]]
     # classify_intent
     intent: dict[str, Any]
     # assemble_context

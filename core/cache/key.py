@@ -1,0 +1,128 @@
+"""The structured response-cache key (issue 15; SPEC.md §11 "Response cache key").
+
+A question's meaning has structure an embedding blurs: *which* concepts, *what is asked* about
+them, in which language, with which contrasts and values. A cached answer is a candidate only
+when all of these are equal; the embedding threshold then applies within that candidate set:
+
+- ``concepts``: the extractor's UMLS CUIs with their status (``C0025598:topic``), sorted and
+  de-duplicated, so "metformin" and "메트포르민" agree and "metformin" and "insulin" do not;
+- ``qtype``: :func:`core.qtype.classify_question` (side effects vs dosage vs interactions);
+- ``lang``: the answer's language;
+- ``polarity``: the hard contrast classes of :mod:`core.cache.polarity` (good/bad,
+  before/after, increase/decrease, women/men, ...), read from the text with the concepts'
+  own words removed ("high blood pressure" names a condition, not a direction);
+- ``numbers``: the numbers the question states (``LDL 190`` vs ``LDL 130``), so a cached
+  reading of one value never answers another.
+
+The soft classes (``can``/``cannot``, ``safe``/``dangerous``) veto a candidate only when the
+two questions take opposite poles (:func:`soft_conflict`): "can I drink on metformin" and "is
+alcohol safe with metformin" stay paraphrases.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass
+
+from core.cache.polarity import polarity
+
+EMPTY_CONCEPT_THRESHOLD = 0.99
+"""Cosine threshold for a question whose key has no concept: its candidate set says nothing
+about the topic (a rare disease outside the concept table, "what is this rash"), so the
+embedding must carry it. Chosen by ``medbot bench cache`` on the tuning half (README,
+"Response cache"); the flag ``cache_similarity_threshold`` applies to keys with concepts."""
+
+SOFT_CLASSES = frozenset({"modality", "safety"})
+"""Contrast classes that veto only on opposite poles (absent on one side is no conflict)."""
+
+_NUMBER = re.compile(r"(?<![A-Za-z\d.])(\d+(?:[.,]\d+)?)")
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """The parts of a question that must be equal for a cached answer to be a candidate.
+
+    All parts are canonical strings (sorted, ``|``/``;``-joined) so they can be stored in a
+    column and compared as text; :attr:`digest` is their MD5 (the indexed ``struct_key``).
+    ``soft`` holds the soft contrast classes (checked by :func:`soft_conflict`, not hashed).
+    """
+
+    concepts: str
+    qtype: str
+    lang: str
+    polarity: str
+    numbers: str
+    soft: str = ""
+
+    @property
+    def digest(self) -> str:
+        """MD5 hex of the hard parts (32 characters)."""
+        raw = "\x1f".join((self.concepts, self.qtype, self.lang, self.polarity, self.numbers))
+        return hashlib.md5(raw.encode("utf-8")).hexdigest()
+
+    def to_dict(self) -> dict[str, str]:
+        """The parts and the digest (for the trace)."""
+        return {**asdict(self), "digest": self.digest}
+
+
+def concept_part(concepts) -> str:  # noqa: ANN001 (list of core.extraction.slots.Concept)
+    """``CUI:status`` of each concept, sorted and de-duplicated, ``|``-joined."""
+    return "|".join(sorted({f"{c.cui}:{c.status}" for c in concepts}))
+
+
+def numbers_part(text: str) -> str:
+    """The numbers of ``text`` (``,`` as decimal point, trailing zeros dropped), sorted,
+    ``|``-joined: ``"LDL 190, HbA1c 7.50%"`` -> ``"190|7.5"``. Digits inside words
+    (``HbA1c``, ``B12``) are not numbers."""
+    vals = []
+    for m in _NUMBER.finditer(text):
+        v = m.group(1).replace(",", ".")
+        if "." in v:
+            v = v.rstrip("0").rstrip(".")
+        vals.append(v.lstrip("0") or "0")
+    return "|".join(sorted(vals))
+
+
+def _without(text: str, spans: list[str]) -> str:
+    for s in sorted({s for s in spans if s}, key=len, reverse=True):
+        text = re.sub(re.escape(s), " ", text, flags=re.I)
+    return text
+
+
+def polarity_parts(text: str, concept_words: list[str]) -> tuple[str, str]:
+    """(hard, soft) canonical polarity strings of ``text`` with ``concept_words`` removed."""
+    found = polarity(_without(text, concept_words))
+    hard = ";".join(f"{k}={v}" for k, v in sorted(found.items()) if k not in SOFT_CLASSES)
+    soft = ";".join(f"{k}={v}" for k, v in sorted(found.items()) if k in SOFT_CLASSES)
+    return hard, soft
+
+
+def build_key(text: str, lang: str, concepts, qtype: str) -> CacheKey:  # noqa: ANN001
+    """The :class:`CacheKey` of a question.
+
+    Args:
+        text: the question as the user wrote it.
+        lang: the answer language (``ko``/``en``).
+        concepts: the extractor's concepts of this text (``Concept`` with ``cui``, ``status``,
+            ``matched``).
+        qtype: its :func:`core.qtype.classify_question` label.
+    """
+    words = [c.matched for c in concepts if getattr(c, "matched", "")]
+    hard, soft = polarity_parts(text, words)
+    return CacheKey(concept_part(concepts), qtype, lang, hard, numbers_part(_without(text, words)),
+                    soft)
+
+
+def threshold_for(key: CacheKey, flag_threshold: float) -> float:
+    """The cosine a candidate needs: the flag's for a key with concepts, at least
+    :data:`EMPTY_CONCEPT_THRESHOLD` for a key without."""
+    return flag_threshold if key.concepts else max(flag_threshold, EMPTY_CONCEPT_THRESHOLD)
+
+
+def soft_conflict(a: str, b: str) -> bool:
+    """True when two soft polarity strings take opposite poles (``a`` vs ``b``) on a class;
+    a class on one side only, or ``both`` on either side, is no conflict."""
+    da = dict(p.split("=") for p in a.split(";") if p)
+    db = dict(p.split("=") for p in b.split(";") if p)
+    return any({da[k], db[k]} == {"a", "b"} for k in da.keys() & db.keys())
