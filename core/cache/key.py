@@ -4,19 +4,23 @@ A question's meaning has structure an embedding blurs: *which* concepts, *what i
 them, in which language, with which contrasts and values. A cached answer is a candidate only
 when all of these are equal; the embedding threshold then applies within that candidate set:
 
-- ``concepts``: the extractor's UMLS CUIs with their status (``C0025598:topic``), sorted and
-  de-duplicated, so "metformin" and "메트포르민" agree and "metformin" and "insulin" do not;
+- ``concepts``: the extractor's UMLS CUIs with their status class (``C0025598:pos``; see
+  :data:`STATUS_CLASS`) and the lab tests and lifestyle factors the text names
+  (:mod:`core.cache.facets`), sorted and de-duplicated, so "metformin" and "메트포르민" agree
+  and "metformin" and "insulin", "alcohol" and "coffee", "LDL" and "triglycerides" do not;
 - ``qtype``: :func:`core.qtype.classify_question` (side effects vs dosage vs interactions);
 - ``lang``: the answer's language;
 - ``polarity``: the hard contrast classes of :mod:`core.cache.polarity` (good/bad,
-  before/after, increase/decrease, women/men, ...), read from the text with the concepts'
-  own words removed ("high blood pressure" names a condition, not a direction);
+  before/after, increase/decrease, start/stop, women/men, children/elderly,
+  pregnancy/breastfeeding), read from the text with the concepts' own words removed ("high
+  blood pressure" names a condition, not a direction);
 - ``numbers``: the numbers the question states (``LDL 190`` vs ``LDL 130``), so a cached
   reading of one value never answers another.
 
-The soft classes (``can``/``cannot``, ``safe``/``dangerous``) veto a candidate only when the
-two questions take opposite poles (:func:`soft_conflict`): "can I drink on metformin" and "is
-alcohol safe with metformin" stay paraphrases.
+The soft classes (can/cannot, safe/dangerous, acute/chronic, morning/night, target/normal:
+:data:`SOFT_CLASSES`) veto a candidate only when the two questions take opposite poles
+(:func:`soft_conflict`): "can I drink on metformin" and "is alcohol safe with metformin" stay
+paraphrases, "can I" and "why can't I" do not.
 """
 
 from __future__ import annotations
@@ -25,16 +29,25 @@ import hashlib
 import re
 from dataclasses import asdict, dataclass
 
+from core.cache.facets import facets
 from core.cache.polarity import polarity
 
-EMPTY_CONCEPT_THRESHOLD = 0.99
+EMPTY_CONCEPT_THRESHOLD = 0.975
 """Cosine threshold for a question whose key has no concept: its candidate set says nothing
 about the topic (a rare disease outside the concept table, "what is this rash"), so the
 embedding must carry it. Chosen by ``medbot bench cache`` on the tuning half (README,
 "Response cache"); the flag ``cache_similarity_threshold`` applies to keys with concepts."""
 
-SOFT_CLASSES = frozenset({"modality", "safety"})
-"""Contrast classes that veto only on opposite poles (absent on one side is no conflict)."""
+SOFT_CLASSES = frozenset({"modality", "safety", "course", "day_time", "reference"})
+"""Contrast classes that veto only on opposite poles (can/cannot, safe/dangerous, ...); a cue
+on one side only is no conflict, since paraphrases add such words freely ("is it safe to" /
+"can I"). The other classes (good/bad, before/after, increase/decrease, start/stop, sex, age,
+pregnancy) are hard: a question that names a pole differs from one that names none ("what
+should I eat with gout" vs "what should I avoid with gout", "side effects of metformin" vs
+"... of stopping metformin"). Measured (docs/benchmarks.md, "Response cache"): on the team
+pairs, making good/bad, before/after and increase/decrease soft as well let 8 more paraphrases
+hit and no more negatives; on the blind pairs' first look it let 8 of 74 polarity negatives
+through, so they stay hard (precision first)."""
 
 _NUMBER = re.compile(r"(?<![A-Za-z\d.])(\d+(?:[.,]\d+)?)")
 
@@ -66,17 +79,43 @@ class CacheKey:
         return {**asdict(self), "digest": self.digest}
 
 
-def concept_part(concepts) -> str:  # noqa: ANN001 (list of core.extraction.slots.Concept)
-    """``CUI:status`` of each concept, sorted and de-duplicated, ``|``-joined."""
-    return "|".join(sorted({f"{c.cui}:{c.status}" for c in concepts}))
+STATUS_CLASS = {"topic": "pos", "active": "pos", "uncertain": "pos"}
+"""Statuses that a question does not tell apart: "metformin side effects?" (topic), "I take
+metformin, side effects?" (active) and "could it be diabetes?" (uncertain) ask about the same
+thing, and ConText assigns them inconsistently across paraphrases (team calibration pairs:
+28 of 104 paraphrases differed only there). ``negated``, ``family`` and ``stopped`` stay apart."""
+
+
+def concept_part(concepts, text: str = "") -> str:  # noqa: ANN001 (list of Concept)
+    """``CUI:status class`` of each concept and the facets of ``text`` (lab tests, lifestyle
+    factors: :mod:`core.cache.facets`), sorted and de-duplicated, ``|``-joined."""
+    items = {f"{c.cui}:{STATUS_CLASS.get(c.status, c.status)}" for c in concepts}
+    return "|".join(sorted(items | set(facets(text))))
+
+
+_EN_NUMERALS = {"once": "1", "twice": "2", "thrice": "3", "one": "1", "two": "2", "three": "3",
+                "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9",
+                "ten": "10", "eleven": "11", "twelve": "12", "half": "0.5", "a couple of": "2",
+                "double": "2", "single": "1"}
+_KO_NUMERALS = {"한": "1", "두": "2", "세": "3", "네": "4", "다섯": "5", "여섯": "6", "일곱": "7",
+                "여덟": "8", "아홉": "9", "열": "10", "반": "0.5"}
+_EN_NUM = re.compile(r"\b(" + "|".join(sorted(_EN_NUMERALS, key=len, reverse=True)) + r")\b", re.I)
+_KO_NUM = re.compile(r"(?<![가-힣])(" + "|".join(sorted(_KO_NUMERALS, key=len, reverse=True))
+                     + r")\s?(?=번|알|정|잔|개|시간|살|달|주|병|캔|봉|회|차례|끼|스푼|티스푼|캡슐|포)")
+
+
+def _numerals_to_digits(text: str) -> str:
+    text = _EN_NUM.sub(lambda m: f" {_EN_NUMERALS[m.group(1).casefold()]} ", text)
+    return _KO_NUM.sub(lambda m: f" {_KO_NUMERALS[m.group(1)]} ", text)
 
 
 def numbers_part(text: str) -> str:
-    """The numbers of ``text`` (``,`` as decimal point, trailing zeros dropped), sorted,
+    """The numbers of ``text``, numerals in words included (``twice``, ``two``, ``두 알``,
+    ``하루 한 번``), with ``,`` as decimal point and trailing zeros dropped, sorted and
     ``|``-joined: ``"LDL 190, HbA1c 7.50%"`` -> ``"190|7.5"``. Digits inside words
     (``HbA1c``, ``B12``) are not numbers."""
     vals = []
-    for m in _NUMBER.finditer(text):
+    for m in _NUMBER.finditer(_numerals_to_digits(text)):
         v = m.group(1).replace(",", ".")
         if "." in v:
             v = v.rstrip("0").rstrip(".")
@@ -110,8 +149,8 @@ def build_key(text: str, lang: str, concepts, qtype: str) -> CacheKey:  # noqa: 
     """
     words = [c.matched for c in concepts if getattr(c, "matched", "")]
     hard, soft = polarity_parts(text, words)
-    return CacheKey(concept_part(concepts), qtype, lang, hard, numbers_part(_without(text, words)),
-                    soft)
+    return CacheKey(concept_part(concepts, text), qtype, lang, hard,
+                    numbers_part(_without(text, words)), soft)
 
 
 def threshold_for(key: CacheKey, flag_threshold: float) -> float:

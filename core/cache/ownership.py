@@ -4,7 +4,8 @@ An answer whose prompt held *any* user-specific content is owned by that user an
 to another. User content is every prompt section that is not the team's own (the system
 prompt, the evidence documents, the question itself), so a section added later is personal by
 default; a retrieval query rewritten with the user's facts counts too, and so does a
-self-referential question ("my medication"), whose answer depends on who asks. Only answers
+self-referential question that names nothing of its own ("my medication"), whose answer
+depends on who asks. Only answers
 built from the question and the knowledge documents alone are shared.
 
 An owned answer is served to its owner only while the user content it used is unchanged: its
@@ -19,6 +20,7 @@ import hashlib
 import json
 from typing import Any
 
+from core.cache.facets import facets
 from core.text import is_self_referential
 
 TEAM_SECTIONS = frozenset({"system", "question", "documents", "evidence"})
@@ -32,6 +34,18 @@ def personal_sections(sections: dict[str, Any] | None) -> dict[str, str]:
             if k not in TEAM_SECTIONS and str(v or "").strip()}
 
 
+def depends_on_asker(state: dict[str, Any]) -> bool:
+    """True for a self-referential question that names nothing of its own (``제가 먹는 약의
+    부작용``, "what about my medication"): its answer is about the asker's facts. A question
+    that names its concepts ("can I take ibuprofen?") does not, unless they are the asker's
+    own (see :func:`core.nodes.cache.about_own_facts`)."""
+    question = state.get("question", "")
+    if not is_self_referential(question):
+        return False
+    slots = state.get("slots")
+    return not ((slots is not None and slots.concepts) or facets(question))
+
+
 def personal_content(state: dict[str, Any]) -> dict[str, str]:
     """Everything of the user that went into this turn's answer: the personal sections, the
     retrieval query when it differs from the question (rewritten with the user's facts, in
@@ -41,7 +55,7 @@ def personal_content(state: dict[str, Any]) -> dict[str, str]:
     query = state.get("retrieval_query")
     if query and query != state.get("question"):
         parts["retrieval_query"] = str(query)
-    if is_self_referential(state.get("question", "")):
+    if depends_on_asker(state):
         parts["self_reference"] = "1"
     return parts
 
@@ -62,7 +76,7 @@ def personal_fingerprint(state: dict[str, Any]) -> str:
     terms = state.get("profile_terms_all") or []
     if terms:
         parts["profile_terms"] = "|".join(sorted(set(terms)))
-    if is_self_referential(state.get("question", "")):
+    if depends_on_asker(state):
         parts["self_reference"] = "1"
     raw = json.dumps(sorted(parts.items()), ensure_ascii=False)
     return hashlib.md5(raw.encode("utf-8")).hexdigest()

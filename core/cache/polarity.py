@@ -60,6 +60,8 @@ CONTRASTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                   (r"\bbreast-?feeding\b", r"\bnursing\b", r"\blactat\w*", r"수유")),
     "course": ((r"\bacute\b", r"\bsudden\w*", r"급성", r"갑자기"),
                (r"\bchronic\b", r"\blong-?term\b", r"만성", r"오래")),
+    "reference": ((r"\btarget\b", r"\bgoal\b", r"\baim\b", r"목표"),
+                  (r"\bnormal\b", r"\breference range\b", r"정상")),
     "day_time": ((r"\bmorning\b", r"아침"), (r"\bnight\b", r"\bevening\b", r"\bbedtime\b",
                                            r"저녁", r"밤", r"자기 전")),
 }

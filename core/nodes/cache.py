@@ -7,13 +7,13 @@ from dataclasses import asdict
 from typing import Any
 
 from core.cache.key import CacheKey, build_key, threshold_for
-from core.cache.ownership import is_personal, personal_fingerprint
+from core.cache.ownership import depends_on_asker, is_personal, personal_fingerprint
 from core.cache.response_cache import CacheCandidate, usable
 from core.cache.style import vary_style
-from core.qtype import classify_question, e5_name
+from core.qtype import classify_question, e5_name, remembered_vector
 from core.services import Services
 from core.state import AgentState
-from core.text import is_self_referential, question_key
+from core.text import question_key
 from core.tokens import count_tokens
 from storage.models import CacheEntry
 
@@ -29,6 +29,8 @@ HIT_PATH_NODES = frozenset({"triage", "extract_slots", "store_memory", "check_si
 
 def _question_vec(state: AgentState, svc: Services) -> tuple[Any, list[str]]:
     vec = state.get("question_vec")  # triage may have embedded the question already
+    if vec is None and svc.embedder.name == e5_name():
+        vec = remembered_vector(state["question"])  # a recent question: no second embedding
     if vec is not None:
         return vec, []
     try:
@@ -77,9 +79,9 @@ def select_hit(state: AgentState) -> dict[str, Any] | None:
     The user's own entries come first: they serve only their owner, and only once the prompt
     sections exist (after ``assemble_context``) and the fingerprint of the user content in
     them equals the entry's; while they cannot be checked yet, nothing is chosen. Then shared
-    entries serve everyone, except a self-referential question (``제가 먹는 약``, ``my
-    medication``) or one about the user's own conditions or drugs (:func:`about_own_facts`),
-    which only the asker's own entries may answer.
+    entries serve everyone, except a self-referential question that names nothing of its own
+    (``제가 먹는 약``, ``my medication``) or one about the user's own conditions or drugs
+    (:func:`about_own_facts`), which only the asker's own entries may answer.
     """
     cands = state.get("cache_candidates") or []
     ready = "sections" in state
@@ -90,7 +92,7 @@ def select_hit(state: AgentState) -> dict[str, Any] | None:
     for c in own:
         if usable(CacheCandidate(**c), state["user_id"], fingerprint):
             return c
-    if is_self_referential(state["question"]) or about_own_facts(state):
+    if depends_on_asker(state) or about_own_facts(state):
         return None  # "my medication", or a question about the user's own conditions/drugs
     return next((c for c in cands if c["owner_user_id"] is None), None)
 
