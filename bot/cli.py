@@ -34,6 +34,8 @@ app.add_typer(db_app, name="db")
 app.command("worker")(worker)
 admin_app = typer.Typer(no_args_is_help=True, help="Admin commands (each written to the audit log).")
 app.add_typer(admin_app, name="admin")
+from bot.qtype_cli import qtype_app  # noqa: E402
+app.add_typer(qtype_app, name="qtype")
 
 
 def _setup_logging() -> None:
@@ -243,14 +245,22 @@ def bench_memory_cmd(turns: int = typer.Option(10_000, help="Stored turns for th
 
 
 @bench_app.command("cache")
-def bench_cache_cmd() -> None:
-    """Calibrate the semantic-cache threshold on paraphrase / hard-negative pairs."""
+def bench_cache_cmd(pairs: Optional[Path] = typer.Option(None, help="JSONL of {a, b, same} pairs to run instead of the bundled sets."),
+                    medquad: Optional[Path] = typer.Option(None, help="MedQuAD corpus.jsonl for the derived pairs (default ../shared/data/medquad)."),
+                    latency: int = typer.Option(20, help="Cache-hit turns to time (0: skip)."),
+                    as_json: bool = typer.Option(False, "--json")) -> None:
+    """Precision, recall and false hits of the response cache per set and language, the chosen
+    thresholds, the hit rate over a replay and the latency of hit turns (issue 15)."""
     _setup_logging()
-    from bot.bench_cache import bench_cache
+    from bot.bench_cache import bench_cache, bench_hit_latency
     from config.settings import get_settings
-    from core.services import make_embedder
 
-    bench_cache(make_embedder(get_settings()))
+    if pairs is not None and not pairs.exists():
+        _fail(f"no such file: {pairs}")
+    default_mq = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "medquad" / "corpus.jsonl"
+    result = bench_cache(get_settings(), pairs, medquad or default_mq, as_json)
+    if latency > 0 and not as_json:
+        result["latency"] = bench_hit_latency(get_settings(), latency)
 
 
 def _admin(args: list[str], as_json: bool) -> None:

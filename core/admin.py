@@ -176,6 +176,10 @@ def service_stats(engine: Engine) -> dict[str, Any]:
 
     ``llm_calls`` and ``latency_ms`` cover the last 10,000 turns served by a channel (those
     with ``turn.meta["metrics"]``); ``cache_hit_rate`` = cache hits / answered turns.
+    ``cache_saved`` sums, over the cache hits among the last 10,000 turns, what each hit's entry
+    cost when it was made (``turn.meta["cache"]``, written by ``store_response``): LLM tokens
+    (prompt + answer, 0 for offline answers), LLM calls, and milliseconds of the nodes a hit
+    skips (intent, context, retrieval, generation, refine).
     """
     def count(*where) -> int:
         return int(conn.execute(select(func.count()).select_from(Turn).where(*where)).scalar_one())
@@ -190,9 +194,13 @@ def service_stats(engine: Engine) -> dict[str, Any]:
                              .limit(_STATS_WINDOW)).scalars().all()
     metrics = [m["metrics"] for m in metas if isinstance(m, dict) and m.get("metrics")]
     latencies = sorted(float(m.get("latency_ms", 0.0)) for m in metrics)
+    served = [m["cache"] for m in metas if isinstance(m, dict) and isinstance(m.get("cache"), dict)]
+    saved = {"tokens": sum(int(c.get("tokens_saved", 0)) for c in served),
+             "llm_calls": sum(int(c.get("llm_calls_saved", 0)) for c in served),
+             "ms": round(sum(float(c.get("ms_saved", 0.0)) for c in served), 1)}
     return {"users": users, "turns": turns, "answered": answered, "cache_hits": hits,
             "cache_hit_rate": round(hits / answered, 4) if answered else 0.0,
-            "cache_entries": entries, "measured_turns": len(metrics),
+            "cache_entries": entries, "cache_saved": saved, "measured_turns": len(metrics),
             "llm_calls": sum(int(m.get("llm_calls", 0)) for m in metrics),
             "latency_ms": {f"p{p}": percentile(latencies, p) for p in (50, 95, 99)}}
 
@@ -250,7 +258,8 @@ def render_stats(data: dict[str, Any]) -> str:
         f"- users: {data['users']}",
         f"- turns: {data['turns']} ({data['answered']} answered)",
         f"- cache hit rate: {data['cache_hit_rate']:.1%} ({data['cache_hits']} hits, "
-        f"{data['cache_entries']} entries)",
+        f"{data['cache_entries']} entries; saved {data['cache_saved']['tokens']} LLM tokens, "
+        f"{data['cache_saved']['llm_calls']} LLM calls, {data['cache_saved']['ms']} ms)",
         f"- LLM calls: {data['llm_calls']} over {data['measured_turns']} channel turns",
         f"- latency p50 / p95 / p99: {lat['p50']} / {lat['p95']} / {lat['p99']} ms"])
 

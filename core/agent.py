@@ -290,6 +290,7 @@ def build_trace(st: dict[str, Any], t0: float) -> dict[str, Any]:
         "retrieval_skipped": bool((st.get("intent") or {}).get("skip_retrieval")) or bool(st.get("cache_hit")),
         "retrieval": st.get("retrieval"),
         "cache_hit": st.get("cache_hit"),
+        "cache_key": st.get("cache_key"),
         "red_flags": st.get("red_flags", []),
         "generator": st.get("generator"),
         "quality": (st.get("best") or {}).get("quality") or st.get("quality"),

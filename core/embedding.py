@@ -92,6 +92,14 @@ class E5Embedder:
         with self._lock:
             return np.asarray(self._model.passage(list(texts)), dtype=np.float32)
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """n queries -> (n, dim) in one batch (about a third faster than one by one; for
+        offline jobs such as ``medbot qtype train``)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            return np.asarray(self._model.query(list(texts)), dtype=np.float32).reshape(-1, self.dim)
+
 
 class OpenAIEmbedder:
     """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint.

@@ -163,6 +163,19 @@ class _VectorMemo:
 _MEMO = _VectorMemo(_VECTOR_MEMO)
 
 
+def remembered_vector(text: str) -> np.ndarray | None:
+    """The e5 query vector of ``text`` if a recent :func:`classify_question` call saw it (the
+    last 512 questions of this process), else ``None``: lets a repeated question skip the
+    embedding."""
+    return _MEMO.get(text)
+
+
+def forget_vectors() -> None:
+    """Empty the memory of recent question vectors (benchmarks of the embedding path)."""
+    with _MEMO._lock:
+        _MEMO._d.clear()
+
+
 def e5_name() -> str:
     """The embedder name the model was trained on (vectors of another embedder are refused)."""
     return str(load_model().meta.get("embedder", ""))

@@ -29,9 +29,6 @@ class AgentState(TypedDict, total=False):
     erasure_epoch: int | None  # the user's erasure epoch at the turn's start (storage.tombstones)
     # triage
     red_flags: list[dict[str, str]]
-    # check_similarity
-    question_vec: np.ndarray | None
-    cache_candidates: list[dict[str, Any]]
     # extract_slots / store_memory
     slots: Any  # core.extraction.Slots
     turn_id: int
@@ -43,6 +40,10 @@ class AgentState(TypedDict, total=False):
     profile_names: dict[str, list[str]]  # medication / condition -> names, Korean and English
     user_values: list[str]  # the user's measurements the question is about ("혈압 160/100 mmHg")
     profile_demographics: dict[str, Any]  # age, sex, pregnant as stored
+    # check_similarity (after store_memory: the structured key needs the concepts)
+    question_vec: np.ndarray | None
+    cache_key: dict[str, str]  # core.cache.key.CacheKey.to_dict()
+    cache_candidates: list[dict[str, Any]]
     # classify_intent
     intent: dict[str, Any]
     qtype: dict[str, Any]  # core.qtype: label, confidence (the answer follows the question type)

@@ -315,6 +315,15 @@ class Repository:
             s.commit()
             return len(rows)
 
+    # -- response cache: structured key (issue 15) ------------------------------------------
+    def cache_vectors_by_key(self, embedder: str) -> list[tuple[int, bytes, str | None, str]]:
+        """(id, float32 bytes, struct_key, soft_polarity) of every entry made by ``embedder``,
+        to rebuild the cache mirror and its key groups."""
+        with Session(self.engine) as s:
+            q = select(CacheEntry.id, CacheEntry.embedding, CacheEntry.struct_key,
+                       CacheEntry.soft_polarity).where(CacheEntry.embedder == embedder)
+            return [(int(i), bytes(v), k, p or "") for i, v, k, p in s.exec(q).all()]
+
     # -- infrastructure (storage/db, jobs): cache mirror version ---------------------------------
     # Added for the scheduled jobs (bot/scheduler.py); ResponseCache compares cache_version()
     # before each lookup and reloads its FAISS mirror when another process changed the table.

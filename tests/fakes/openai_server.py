@@ -78,6 +78,17 @@ def default_chat_responder(request_json: Dict[str, Any]) -> str:
     return f"FAKE-LLM answer to: {question_of(request_json)[:80]}"
 
 
+def echo_chat_responder(request_json: Dict[str, Any]) -> str:
+    """Echo mode: the reply repeats every message it was shown (system and user, in order),
+    as an endpoint that leaks its prompt would; JSON-mode requests (the judge) still get
+    :data:`DEFAULT_JUDGE_JSON`, so echoed answers pass the quality check and are cached."""
+    response_format = request_json.get("response_format") or {}
+    if isinstance(response_format, dict) and response_format.get("type") == "json_object":
+        return json.dumps(DEFAULT_JUDGE_JSON)
+    return "\n".join(f"[{m.get('role')}] {_message_text(m.get('content'))}"
+                     for m in request_json.get("messages") or [] if isinstance(m, dict))
+
+
 def fake_embedding(text: str, dim: int = EMBEDDING_DIM) -> List[float]:
     """64-dim hashed bag of lower-cased word tokens, L2-normalised."""
     vec = [0.0] * dim
@@ -284,6 +295,7 @@ class FakeOpenAIServer:
         require_key: if set (e.g. "sk-test"), every request must carry
             ``Authorization: Bearer <require_key>``; otherwise 401.
         delay_s: artificial per-request delay in seconds (default 0).
+        echo: answer chat requests with :func:`echo_chat_responder` (the prompt repeated).
 
     Attributes:
         base_url: "http://127.0.0.1:<port>/v1" (valid after start).
@@ -296,10 +308,12 @@ class FakeOpenAIServer:
             is recorded and before it is answered, or None.
     """
 
-    def __init__(self, require_key: Optional[str] = None, delay_s: float = 0.0) -> None:
+    def __init__(self, require_key: Optional[str] = None, delay_s: float = 0.0,
+                 echo: bool = False) -> None:
         self.require_key = require_key
         self.delay_s = float(delay_s)
-        self.default_chat: Callable[[Dict[str, Any]], str] = default_chat_responder
+        self.default_chat: Callable[[Dict[str, Any]], str] = (
+            echo_chat_responder if echo else default_chat_responder)
         self.on_request: Optional[Callable[[str, Any], None]] = None
         self.requests: List[Dict[str, Any]] = []
         self.chat_script: Deque[ChatScript] = deque()
