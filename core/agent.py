@@ -181,24 +181,30 @@ class Agent:
         except UserErased:  # erased mid-turn: nothing of the turn may be written back
             log.info("a turn's writes were refused: the user was erased meanwhile")
             return OutboundMessage(text=_ERASED[lang], lang=lang, trace={"rejected": "erased"})
-        except (IndexNotFoundError, IndexMismatchError) as exc:
+        except Exception as exc:  # a failing component must not crash the channel
+            return self._on_failure(final, exc, lang, msg.user_id)
+        return self._reply(final, intake, lang, t0)
+
+    def _on_failure(self, final: dict[str, Any], exc: Exception, lang: str, user_id: str) -> OutboundMessage:
+        """The reply to a turn whose graph raised: "erased" when its turn is gone meanwhile,
+        the index problem, the emergency reply already made, or an apology; it says the
+        message is saved only when it is."""
+        turn_id = final.get("turn_id")
+        if turn_id is not None and self._erased(turn_id):
+            log.info("a turn failed after its user was erased meanwhile (%r)", exc)
+            return OutboundMessage(text=_ERASED[lang], lang=lang, trace={"rejected": "erased"})
+        if isinstance(exc, (IndexNotFoundError, IndexMismatchError)):
             saved = self._failed(final, exc)
             return OutboundMessage(text=_NO_INDEX[lang].format(e=exc) + self._saved_note(lang, saved),
-                                   lang=lang, trace={"error": str(exc), "turn_id": final.get("turn_id")})
-        except Exception as exc:  # a failing component must not crash the channel
-            if final.get("turn_id") is not None and self._erased(final["turn_id"]):
-                log.info("a turn's writes failed: the user was erased meanwhile (%r)", exc)
-                return OutboundMessage(text=_ERASED[lang], lang=lang, trace={"rejected": "erased"})
-            log.exception("turn failed for %s", msg.user_id)
-            if final.get("red_flags"):  # the emergency reply never depends on later nodes
-                self._finish(final.get("turn_id"), final["answer"], {"red_flags": final["red_flags"],
-                                                                     "error": repr(exc)})
-                return OutboundMessage(text=final["answer"], lang=lang,
-                                       trace={"red_flags": final["red_flags"], "error": repr(exc)})
-            saved = self._failed(final, exc)
-            return OutboundMessage(text=_FAILED[lang] + self._saved_note(lang, saved), lang=lang,
-                                   trace={"error": repr(exc), "turn_id": final.get("turn_id")})
-        return self._reply(final, intake, lang, t0)
+                                   lang=lang, trace={"error": str(exc), "turn_id": turn_id})
+        log.exception("turn failed for %s", user_id)
+        if final.get("red_flags"):  # the emergency reply never depends on later nodes
+            self._finish(turn_id, final["answer"], {"red_flags": final["red_flags"], "error": repr(exc)})
+            return OutboundMessage(text=final["answer"], lang=lang,
+                                   trace={"red_flags": final["red_flags"], "error": repr(exc)})
+        saved = self._failed(final, exc)
+        return OutboundMessage(text=_FAILED[lang] + self._saved_note(lang, saved), lang=lang,
+                               trace={"error": repr(exc), "turn_id": turn_id})
 
     # -- write-ahead and the turn's end state ------------------------------------------------
     def _intake(self, msg: InboundMessage) -> Intake:
