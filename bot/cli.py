@@ -309,6 +309,21 @@ def bench_channels_cmd(users: int = typer.Option(50, help="Concurrent simulated 
     bench_channels(users, turns, solo_turns, delay, cache)
 
 
+@bench_app.command("robustness")
+def bench_robustness_cmd(case: list[str] = typer.Option([], help="Run only these cases (e.g. 'text 1 MB')."),
+                         index: Optional[Path] = typer.Option(None, help="Knowledge index directory."),
+                         as_json: bool = typer.Option(False, "--json")) -> None:
+    """Time and peak RSS of one long message (4 KB, 100 KB, 1 MB, one long word) per turn."""
+    _setup_logging()
+    from bot.bench_robustness import CASES, bench_robustness
+
+    unknown = [c for c in case if c not in CASES]
+    if unknown:
+        _fail(f"unknown case(s) {unknown}; known: {list(CASES)}")
+    _check_index(index)
+    bench_robustness(case or None, index, as_json)
+
+
 @bench_app.command("answers")
 def bench_answers_cmd(medquad: Optional[Path] = typer.Option(None, help="MedQuAD corpus.jsonl (its `bench retrieval` index must exist); omitted: Korean set only."),
                       korean: bool = typer.Option(True, help="Include the Korean set over the bundled corpus."),

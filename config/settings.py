@@ -55,6 +55,21 @@ class Settings(BaseSettings):
     system_budget: int = Field(400, alias="SYSTEM_BUDGET", ge=100)
     documents_budget: int = Field(900, alias="DOCUMENTS_BUDGET", ge=100)
     max_question_tokens: int = Field(1000, alias="MAX_QUESTION_TOKENS", ge=50)
+    # bounded cost per message (issue 12, core/intake.py): characters of a message that reach
+    # triage, extraction, the embedder and the models; the rest is stored, not read. 8,000
+    # holds any Telegram message (4,096) whole; `medbot bench robustness` measures the cost.
+    max_input_chars: int = Field(8000, alias="MAX_INPUT_CHARS", ge=500)
+    # characters of a message stored in its turn; above it the text is cut and a note says so
+    # (in the turn and in the reply). 65,536 keeps any Slack message (40,000) whole.
+    max_stored_chars: int = Field(65536, alias="MAX_STORED_CHARS", ge=1000)
+    # an unanswered turn written by a process on another host counts as interrupted (found and
+    # answered at start-up, core/recovery.py) once it is this old; same-host owners are checked
+    # by process id at once.
+    # e5 tokens of a question the bundled embedder reads (cache lookup, dense retrieval): its
+    # cost grows faster than linearly with the length (0.3 s of CPU at 128 tokens, 1.2 s at
+    # its maximum 512, on 2 cores); a question is far shorter.
+    embed_query_max_tokens: int = Field(128, alias="EMBED_QUERY_MAX_TOKENS", ge=16, le=512)
+    turn_stale_s: float = Field(900.0, alias="TURN_STALE_S", gt=0)
     chunk_tokens: int = Field(300, alias="CHUNK_TOKENS", ge=50)
     chunk_overlap_tokens: int = Field(50, alias="CHUNK_OVERLAP_TOKENS", ge=0)
     # hybrid retrieval (core/retrieval/search.py). The defaults are the configuration with the

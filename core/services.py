@@ -31,7 +31,7 @@ def make_embedder(settings: Settings, client=None) -> Embedder:
     bundled multilingual-e5-small."""
     if settings.embedding_backend == "openai":
         return OpenAIEmbedder(client or make_openai_client(settings), settings.embedding_model)
-    return E5Embedder(settings.embed_threads)
+    return E5Embedder(settings.embed_threads, settings.embed_query_max_tokens)
 
 
 def make_extractor(settings: Settings) -> Extractor:

@@ -5,11 +5,11 @@ Every write commits before it returns, so a crash after a call loses nothing tha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, update
+from sqlalchemy import case, func, or_, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -47,11 +47,13 @@ class Repository:
             return tombstones.epoch(conn, self.pseudonym(user_id))
 
     def add_turn(self, user_id: str, session_id: str, text: str, lang: str,
-                 epoch: int | None = None) -> int:
+                 epoch: int | None = None, meta: dict[str, Any] | None = None) -> int:
         """Persist the user's message before anything else happens; returns the turn id.
 
         Args:
             epoch: :meth:`erasure_epoch` when the turn started; ``None`` writes unguarded.
+            meta: the write-ahead record (JSON: ``state``, ``owner``, ``message_id``..., see
+                :mod:`core.recovery`).
         Raises:
             storage.tombstones.UserErased: the user was erased since (nothing is written).
         """
@@ -59,7 +61,8 @@ class Repository:
             subject = self._lock(s, user_id, epoch)
             _touch_user(s, user_id, None)
             s.flush()  # the first write: on SQLite the write lock is held from here
-            turn = Turn(user_id=user_id, session_id=session_id, user_text=text, lang=lang)
+            turn = Turn(user_id=user_id, session_id=session_id, user_text=text, lang=lang,
+                        meta=dict(meta or {}))
             s.add(turn)
             s.flush()
             if subject is not None:
@@ -76,7 +79,8 @@ class Repository:
         return subject
 
     def set_reply(self, turn_id: int, reply: str, cache_hit: bool, meta: dict[str, Any]) -> None:
-        """Store the bot's reply of a turn (and a JSON-serialisable ``meta``).
+        """Store the bot's reply of a turn; ``meta`` (JSON-serialisable) is merged into the
+        turn's, whose ``state`` becomes ``answered``.
 
         Raises:
             storage.tombstones.UserErased: the turn no longer exists (erased meanwhile).
@@ -85,10 +89,56 @@ class Repository:
             turn = s.get(Turn, turn_id)
             if turn is None:
                 raise tombstones.UserErased(f"turn {turn_id} does not exist")
-            turn.reply, turn.cache_hit, turn.meta = reply, cache_hit, meta
+            turn.reply, turn.cache_hit = reply, cache_hit
+            turn.meta = {**(turn.meta or {}), **meta, "state": "answered"}
             turn.answered_at = utcnow()
             s.add(turn)
             s.commit()
+
+    def turn(self, turn_id: int) -> Turn | None:
+        """One turn by id (``None`` when it does not exist)."""
+        with Session(self.engine) as s:
+            return s.get(Turn, turn_id)
+
+    def turn_by_message(self, session_id: str, message_id: str,
+                        within: timedelta = timedelta(days=1)) -> Turn | None:
+        """The turn written for the platform message ``message_id`` of a session (its
+        ``meta["message_id"]``) in the last ``within``, to recognise a delivery repeated after
+        a crash (platforms redeliver within minutes)."""
+        with Session(self.engine) as s:
+            q = (select(Turn).where(Turn.session_id == session_id)
+                 .where(col(Turn.created_at) >= utcnow() - within)
+                 .where(Turn.meta["message_id"].as_string() == message_id)  # type: ignore[index]
+                 .order_by(col(Turn.id)))
+            return s.exec(q).first()
+
+    def unanswered_turns(self, limit: int = 1000) -> list[Turn]:
+        """Turns without a reply, oldest first (crash recovery looks among them)."""
+        with Session(self.engine) as s:
+            q = select(Turn).where(col(Turn.reply).is_(None)).order_by(col(Turn.id)).limit(limit)
+            return list(s.exec(q).all())
+
+    def update_turn_meta(self, turn_id: int, changes: dict[str, Any],
+                         if_owner: str | None = None) -> bool:
+        """Merge ``changes`` into a turn's ``meta``.
+
+        Args:
+            if_owner: only when ``meta["owner"]`` still equals it and the turn has no reply
+                (a compare-and-set: of two processes claiming an interrupted turn, one wins).
+        Returns:
+            True when the row was updated.
+        """
+        with Session(self.engine) as s:
+            turn = s.get(Turn, turn_id)
+            if turn is None:
+                return False
+            q = update(Turn).where(col(Turn.id) == turn_id)
+            if if_owner is not None:
+                q = q.where(col(Turn.reply).is_(None)).where(
+                    Turn.meta["owner"].as_string() == if_owner)  # type: ignore[index]
+            res = s.exec(q.values(meta={**(turn.meta or {}), **changes}))  # type: ignore[call-overload]
+            s.commit()
+            return bool(res.rowcount)
 
     def recent_turns(self, user_id: str, limit: int, before_id: int | None = None) -> list[Turn]:
         """The user's last ``limit`` turns (oldest first), optionally only those before a turn."""
@@ -115,18 +165,50 @@ class Repository:
             return list(s.exec(q.order_by(col(Fact.id))).all())
 
     def save_facts(self, new: Iterable[Fact], updated: Iterable[Fact],
-                   superseded_ids: Sequence[int] = ()) -> None:
-        """Insert ``new``, merge ``updated`` and flag ``superseded_ids`` in one transaction."""
+                   superseded_ids: Sequence[int] = (),
+                   mentions_added: Mapping[int, int] | None = None) -> None:
+        """Insert ``new``, update ``updated`` and flag ``superseded_ids`` in one transaction.
+
+        A stored fact of ``updated`` is changed by atomic SQL (``mentions = mentions + n``,
+        ``confidence`` the larger, ``chronic`` or-ed, ``source_turns`` the union read under the
+        row's write lock), never by writing back a value read earlier, so concurrent turns of
+        one user lose no mention (issue 12).
+
+        Args:
+            mentions_added: per stored fact id, the mentions this message added; ``None``
+                means one each.
+        """
         with Session(self.engine) as s:
             for fact in new:
                 s.add(fact)
-            for fact in updated:
-                s.merge(fact)
+            for fact in sorted(updated, key=lambda f: f.id or 0):  # one lock order: no deadlock
+                if fact.id is None:
+                    s.merge(fact)
+                else:
+                    n = 1 if mentions_added is None else mentions_added.get(fact.id, 0)
+                    self._bump_fact(s, fact, n)
             if superseded_ids:
                 for fact in s.exec(select(Fact).where(col(Fact.id).in_(list(superseded_ids)))):
                     fact.superseded = True
                     s.add(fact)
             s.commit()
+
+    @staticmethod
+    def _bump_fact(s: Session, fact: Fact, mentions: int) -> None:
+        """Atomic update of a stored fact mentioned again (see :meth:`save_facts`)."""
+        res = s.exec(update(Fact).where(col(Fact.id) == fact.id).values(  # type: ignore[call-overload]
+            mentions=col(Fact.mentions) + mentions, observed_at=fact.observed_at,
+            confidence=case((col(Fact.confidence) < fact.confidence, fact.confidence),
+                            else_=col(Fact.confidence)),
+            chronic=or_(col(Fact.chronic), bool(fact.chronic))))
+        if not res.rowcount:
+            return  # erased meanwhile
+        stored = s.exec(select(Fact.source_turns).where(col(Fact.id) == fact.id)).one()
+        merged = list(stored or [])
+        merged += [t for t in (fact.source_turns or []) if t not in merged]
+        if merged != list(stored or []):
+            s.exec(update(Fact).where(col(Fact.id) == fact.id)  # type: ignore[call-overload]
+                   .values(source_turns=merged))
 
     # -- compressed memory -----------------------------------------------------------------
     def uncompressed_blocks(self, user_id: str, size: int = 5) -> list[list[Turn]]:
@@ -217,13 +299,10 @@ class Repository:
 
     def touch_cache_entry(self, entry_id: int, when: datetime | None = None) -> None:
         """Record a hit: ``hits += 1`` and ``last_used_at = now`` (LRU order, SPEC.md §5)."""
-        with Session(self.engine) as s:
-            entry = s.get(CacheEntry, entry_id)
-            if entry is not None:
-                entry.hits += 1
-                entry.last_used_at = when or utcnow()
-                s.add(entry)
-                s.commit()
+        with Session(self.engine) as s:  # atomic: concurrent hits are all counted
+            s.exec(update(CacheEntry).where(col(CacheEntry.id) == entry_id)  # type: ignore[call-overload]
+                   .values(hits=col(CacheEntry.hits) + 1, last_used_at=when or utcnow()))
+            s.commit()
 
     def delete_cache_entries(self, ids: Sequence[int]) -> int:
         """Delete entries by id; returns how many rows went."""

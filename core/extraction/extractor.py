@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 
 from core.extraction import measures, patterns
-from core.extraction.context import CHRONIC_KEYWORDS, clause_bounds, first_person, mention_context
+from core.extraction.context import (CHRONIC_KEYWORDS, clause_bounds, first_person, index_text,
+                                    mention_context)
 from core.extraction.lexicon import Lexicon, load_lexicon
 from core.extraction.recognizer import Mention, Recognizer
 from core.extraction.slots import Concept, Slots
@@ -79,6 +80,7 @@ class Extractor:
     def concepts(self, text: str, lang: str, mentions: list[Mention]) -> list[Concept]:
         """Concepts of the mentions with their status, one per (CUI, status), in text order."""
         out: dict[tuple[str, str], Concept] = {}
+        index = index_text(text)  # one scan for every mention: linear in the length
         duration = _DURATION.search(text)
         reaction_from = None  # after an allergen in its clause, symptoms describe the reaction
         for m in mentions:
@@ -87,18 +89,18 @@ class Extractor:
             c = self._concept(m, lang)
             if c is None:
                 continue
-            ctx = mention_context(text, m.start, m.end, lang, c.slot)
+            ctx = mention_context(text, m.start, m.end, lang, c.slot, index)
             if reaction_from is not None and m.start < reaction_from[1] and c.slot in ("symptom", "condition"):
                 continue
             if ctx.allergy:
                 c.slot = "allergy"
-                reaction_from = (m.start, clause_bounds(text, m.start, m.end)[1])
+                reaction_from = (m.start, clause_bounds(text, m.start, m.end, index)[1])
             elif c.slot == "allergy":
                 continue  # a food or substance mentioned without an allergy is no fact
             c.status = ctx.status
             if duration and c.slot == "condition" and c.status == "active":
                 c.duration = duration.group(0).strip()
-            lo, hi = clause_bounds(text, m.start, m.end)
+            lo, hi = clause_bounds(text, m.start, m.end, index)
             c.chronic = bool(CHRONIC_KEYWORDS.search(text[lo:hi]))
             c.first_person = first_person(text[lo:hi])
             out.setdefault((c.cui, c.status), c)

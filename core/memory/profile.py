@@ -42,6 +42,18 @@ class FactChanges:
     new: list[Fact] = field(default_factory=list)
     updated: list[Fact] = field(default_factory=list)
     superseded_ids: list[int] = field(default_factory=list)
+    mentions_added: dict[int, int] = field(default_factory=dict)
+    """Per stored fact id in ``updated``: mentions this message added (saved atomically as
+    ``mentions = mentions + n``, so concurrent turns lose no count)."""
+
+    def mentioned(self, fact: Fact) -> None:
+        """Record one more mention of a known fact (``updated``)."""
+        fact.mentions += 1
+        if fact.id is None:
+            return  # a row new in this message: inserted with its count
+        self.mentions_added[fact.id] = self.mentions_added.get(fact.id, 0) + 1
+        if not any(f is fact for f in self.updated):
+            self.updated.append(fact)
 
     @property
     def changed(self) -> bool:
@@ -105,12 +117,11 @@ def _merge_concept(changes: FactChanges, current: dict, c: Concept, user_id: str
     subject = "family" if c.status == "family" else "self"
     old = current.get((c.slot, c.cui, subject)) or _similar_name(current, c, subject)
     if old is not None and (old.status == c.status or (old.status == "active" and c.status == "uncertain")):
-        old.mentions += 1
         old.observed_at = now
         old.confidence = max(old.confidence, c.confidence)
         old.chronic = old.chronic or c.chronic
         old.source_turns = [*(old.source_turns or []), *([turn_id] if turn_id else [])]
-        changes.updated.append(old)
+        changes.mentioned(old)
         return
     if old is not None and old.id is not None:
         changes.superseded_ids.append(old.id)
@@ -158,9 +169,8 @@ def _same_value(old: Fact, new: Fact) -> bool:
 def _single(changes: FactChanges, current: dict, fact: Fact) -> None:
     old = current.get(_fact_key(fact))
     if old is not None and _same_value(old, fact):
-        old.mentions += 1
         old.observed_at = fact.observed_at
-        changes.updated.append(old)
+        changes.mentioned(old)
         return
     if old is not None and old.id is not None:
         changes.superseded_ids.append(old.id)

@@ -177,6 +177,9 @@ class _Handler(BaseHTTPRequestHandler):
             fake.on_request(path, body)  # e.g. a test's barrier that holds a request
         if fake.delay_s > 0:
             time.sleep(fake.delay_s)
+        if fake.hold_marker and fake.hold_marker in json.dumps(body, ensure_ascii=False):
+            fake.held.set()
+            fake.release.wait()
 
         if fake.require_key is not None:
             auth = self.headers.get("Authorization")
@@ -300,6 +303,7 @@ class FakeOpenAIServer:
         requests: list of {"method", "path", "headers" (lower-cased), "json"}.
         default_chat: callable(request_json) -> str used when no script queued.
         delay_s: mutable per-request delay.
+        held: set when a request carrying the :meth:`hold` marker arrived.
         on_request: callable(path, request_json) run (in the handler thread) after a request
             is recorded and before it is answered, or None.
     """
@@ -315,6 +319,9 @@ class FakeOpenAIServer:
         self.chat_script: Deque[ChatScript] = deque()
         self._lock = threading.Lock()
         self._counter = 0
+        self.hold_marker: Optional[str] = None
+        self.held = threading.Event()
+        self.release = threading.Event()
         self._httpd: Optional[ThreadingHTTPServer] = None
         self._thread: Optional[threading.Thread] = None
         self.port: Optional[int] = None
@@ -336,7 +343,21 @@ class FakeOpenAIServer:
         self._thread.start()
         return self
 
+    def hold(self, marker: str) -> "FakeOpenAIServer":
+        """Hold every request whose body contains ``marker`` (chat or embeddings) until
+        :meth:`unhold`; :attr:`held` is set when one arrives (a turn is then mid-flight)."""
+        self.held.clear()
+        self.release.clear()
+        self.hold_marker = marker
+        return self
+
+    def unhold(self) -> None:
+        """Answer the held requests and hold no more."""
+        self.hold_marker = None
+        self.release.set()
+
     def stop(self) -> None:
+        self.release.set()
         httpd, thread = self._httpd, self._thread
         self._httpd = self._thread = None
         if httpd is not None:
