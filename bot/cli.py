@@ -34,6 +34,8 @@ app.add_typer(db_app, name="db")
 app.command("worker")(worker)
 admin_app = typer.Typer(no_args_is_help=True, help="Admin commands (each written to the audit log).")
 app.add_typer(admin_app, name="admin")
+from bot.llm_cli import llm_app  # noqa: E402
+app.add_typer(llm_app, name="llm")
 
 
 def _setup_logging() -> None:
@@ -275,6 +277,16 @@ def bench_channels_cmd(users: int = typer.Option(50, help="Concurrent simulated 
     from bot.bench_channels import bench_channels
 
     bench_channels(users, turns, solo_turns, delay, cache)
+
+
+@bench_app.command("llm")
+def bench_llm_cmd(model: str = typer.Option("qwen2.5-coder-1.5b", help="A known model name or a GGUF path."),
+                  repeat: int = typer.Option(3, help="Timed requests per setting."),
+                  as_json: bool = typer.Option(False, "--json")) -> None:
+    """Local server speed (prompt and generation tokens/s) for 1 and 2 threads and OpenMP wait policies."""
+    from bot.bench_llm import bench_llm
+
+    bench_llm(model, repeat, as_json)
 
 
 @bench_app.command("retrieval")
