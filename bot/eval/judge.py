@@ -95,6 +95,12 @@ class Judge:
 
     def __init__(self, llm: ChatClient, embedder: Any, seed: int = 0) -> None:
         self.llm, self.embedder, self.seed = llm, embedder, seed
+        self._vectors: dict[str, np.ndarray] = {}  # a run embeds the same questions many times
+
+    def _embed(self, text: str) -> np.ndarray:
+        if text not in self._vectors:
+            self._vectors[text] = np.asarray(self.embedder.embed_query(text), dtype=np.float32)
+        return self._vectors[text]
 
     def _json(self, system: str, user: str, schema: dict[str, Any], out: JudgeScores,
               max_tokens: int = 400) -> dict[str, Any] | None:
@@ -129,8 +135,8 @@ class Judge:
         qs = [q.strip() for q in (data or {}).get("questions", []) if str(q).strip()]
         if not qs:
             return
-        q0 = np.asarray(self.embedder.embed_query(question), dtype=np.float32)
-        sims = [float(np.dot(q0, np.asarray(self.embedder.embed_query(q), dtype=np.float32))) for q in qs]
+        q0 = self._embed(question)
+        sims = [float(np.dot(q0, self._embed(q))) for q in qs]
         out.generated_questions = qs
         out.answer_relevance = round(sum(sims) / len(sims), 4)
 

@@ -320,6 +320,8 @@ def write_report(out: Path, seed: int = 0) -> Path:
               "| A → B | metric | n | mean A | mean B | B − A [95% CI] | t | p | d_z |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for m, r in comps:
+        if r.diff.mean == 0 and r.dz is None and m not in KEY_FIGURE:
+            continue  # identical in both conditions: listed in the means table
         lines.append(f"| `{r.a}` → `{r.b}` | {METRICS[m][0]} | {r.n} | {_fmt(r.mean_a)} | {_fmt(r.mean_b)} | "
                      f"{_est(r.diff)} | {_fmt(r.t, 2)} | {_p(r.p)} | {_fmt(r.dz, 2)} |")
     lines += ["", "## Figures", ""] + [f"![{f}]({f})" for f in figs]

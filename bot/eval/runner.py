@@ -206,9 +206,15 @@ def done_keys(path: Path) -> set[tuple[str, str, int]]:
 
 
 def append_record(path: Path, record: dict[str, Any]) -> None:
-    """Append one JSON line and fsync it (a finished turn is never lost)."""
+    """Append one JSON line and fsync it (a finished turn is never lost). A torn last line
+    (killed mid-write) is closed with a newline first, so it stays one bad line on its own."""
+    torn = False
+    if path.exists() and path.stat().st_size > 0:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            torn = f.read(1) != b"\n"
     with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        f.write(("\n" if torn else "") + json.dumps(record, ensure_ascii=False, default=str) + "\n")
         f.flush()
         os.fsync(f.fileno())
 
@@ -359,19 +365,21 @@ def run_eval(cfg: EvalConfig, settings, progress: bool = True) -> dict[str, Any]
     meta = run_metadata(cfg, settings, conds, skipped)
     meta["scenario_key"] = cfg.scenario_key()
     (cfg.out / "run.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), "utf-8")
-    h = Harness(cfg, settings)
-    if h.judge is not None and not (cfg.out / "calibration.json").exists():
-        cal = calibrate(h.judge, load_calibration(cfg.langs))
-        (cfg.out / "calibration.json").write_text(json.dumps(cal, indent=2, ensure_ascii=False), "utf-8")
     turns_path = cfg.out / "turns.jsonl"
     done = done_keys(turns_path)
-    pending = [(c, s, i) for s in scenarios for c in conds for i in range(len(s.turns))
+    # scenario by scenario, turn by turn, every condition in turn: paired data accrue early
+    pending = [(c, s, i) for s in scenarios for i in range(len(s.turns)) for c in conds
                if (c.name, s.id, s.turns[i].n) not in done]
+    h = Harness(cfg, settings) if pending else None
+    if h is not None and h.judge is not None and not (cfg.out / "calibration.json").exists():
+        cal = calibrate(h.judge, load_calibration(cfg.langs))
+        (cfg.out / "calibration.json").write_text(json.dumps(cal, indent=2, ensure_ascii=False), "utf-8")
     written = 0
     bar = tqdm(total=len(pending), unit="turn", disable=not progress, dynamic_ncols=True,
                desc="medbot eval")
     try:
         for cond, sc, i in pending:
+            assert h is not None
             if i == 0 or (cond.name, sc.id, sc.turns[i - 1].n) in done:
                 drop_dangling(h.agents[cond.name].services.repo, f"eval:{sc.id}", i)
             bar.set_postfix_str(f"{cond.name} {sc.id} t{sc.turns[i].n}")
