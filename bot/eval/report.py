@@ -34,7 +34,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "quotes_verbatim": ("Offline quotes verbatim", "citations"),
     "within_budget": ("Prompt within token budget", "budget"),
     "quality_overall": ("Agent's own quality score", "agent"),
-    "total_ms": ("Latency per turn (ms)", "cost"),
+    "total_ms": ("Latency per turn (ms, wall)", "cost"),
+    "cpu_ms": ("CPU time per turn (ms, agent process)", "cost"),
     "llm_calls": ("LLM calls per turn", "cost"),
     "endpoint_prompt_tokens": ("Prompt tokens (endpoint)", "cost"),
     "endpoint_completion_tokens": ("Completion tokens (endpoint)", "cost"),
@@ -216,67 +217,78 @@ def figures(records, conds, summary, out: Path) -> list[str]:
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
     written = []
+    for name, draw in (("metrics_by_condition", _fig_metrics), ("latency_per_node", _fig_latency),
+                       ("tokens_per_turn", _fig_tokens)):
+        fig = draw(plt, records, conds, summary)
+        if fig is not None:
+            fig.tight_layout()
+            fig.savefig(fig_dir / f"{name}.png", dpi=110)
+            plt.close(fig)
+            written.append(f"figures/{name}.png")
+    return written
+
+
+def _fig_metrics(plt, records, conds, summary):
     metrics = [m for m in KEY_FIGURE if any(summary[m][c].mean is not None for c in conds)]
-    if metrics:
-        fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 4.2), squeeze=False)
-        for ax, m in zip(axes[0], metrics):
-            est = [summary[m][c] for c in conds]
-            xs = [i for i, e in enumerate(est) if e.mean is not None]
-            means = [est[i].mean for i in xs]
-            err = [[est[i].mean - (est[i].low if est[i].low is not None else est[i].mean) for i in xs],
-                   [(est[i].high if est[i].high is not None else est[i].mean) - est[i].mean for i in xs]]
-            ax.bar(xs, means, yerr=err, capsize=3, color=["#999999" if conds[i] == "llm" else "#3b75af" for i in xs])
-            ax.set_xticks(range(len(conds)), conds, rotation=60, ha="right", fontsize=7)
-            ax.set_ylim(0, 1.05)
-            ax.set_title(METRICS[m][0], fontsize=8)
-        fig.suptitle("Means with bootstrap 95% CIs per condition", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(fig_dir / "metrics_by_condition.png", dpi=110)
-        plt.close(fig)
-        written.append("figures/metrics_by_condition.png")
+    if not metrics:
+        return None
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 4.2), squeeze=False)
+    for ax, m in zip(axes[0], metrics):
+        est = [summary[m][c] for c in conds]
+        xs = [i for i, e in enumerate(est) if e.mean is not None]
+        low = [est[i].mean - (est[i].low if est[i].low is not None else est[i].mean) for i in xs]
+        high = [(est[i].high if est[i].high is not None else est[i].mean) - est[i].mean for i in xs]
+        ax.bar(xs, [est[i].mean for i in xs], yerr=[low, high], capsize=3,
+               color=["#999999" if conds[i] == "llm" else "#3b75af" for i in xs])
+        ax.set_xticks(range(len(conds)), conds, rotation=60, ha="right", fontsize=7)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(METRICS[m][0], fontsize=8)
+    fig.suptitle("Means with bootstrap 95% CIs per condition", fontsize=9)
+    return fig
+
+
+def _fig_latency(plt, records, conds, summary):
     nodes: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         for n, ms in (r.get("node_ms") or {}).items():
             nodes[r["condition"]][n].append(ms)
-    if nodes:
-        names = sorted({n for c in nodes.values() for n in c}, key=lambda n: -max(
-            sum(v) / len(v) for c in nodes.values() for k, v in c.items() if k == n))
-        fig, ax = plt.subplots(figsize=(9, 4.5))
-        bottom = [0.0] * len(conds)
-        for n in names:
-            vals = [(sum(nodes[c][n]) / len([r for r in records if r["condition"] == c]) if nodes[c].get(n) else 0.0)
-                    for c in conds]
-            ax.bar(range(len(conds)), vals, bottom=bottom, label=n)
-            bottom = [b + v for b, v in zip(bottom, vals)]
-        ax.set_xticks(range(len(conds)), conds, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel("mean ms per turn")
-        ax.set_title("Latency per node (mean over turns; loops summed)", fontsize=9)
-        ax.legend(fontsize=7, ncol=2)
-        fig.tight_layout()
-        fig.savefig(fig_dir / "latency_per_node.png", dpi=110)
-        plt.close(fig)
-        written.append("figures/latency_per_node.png")
+    if not nodes:
+        return None
+    turns = Counter(r["condition"] for r in records)
+    names = sorted({n for c in nodes.values() for n in c})
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    bottom = [0.0] * len(conds)
+    for n in names:
+        vals = [sum(nodes[c].get(n, [])) / max(1, turns[c]) for c in conds]
+        ax.bar(range(len(conds)), vals, bottom=bottom, label=n)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_xticks(range(len(conds)), conds, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("mean ms per turn")
+    ax.set_title("Latency per node (mean over turns; refine loops summed)", fontsize=9)
+    ax.legend(fontsize=7, ncol=2)
+    return fig
+
+
+def _fig_tokens(plt, records, conds, summary):
     fig, ax = plt.subplots(figsize=(8, 4.2))
     plotted = False
     for c in conds:
         per_turn: dict[int, list[float]] = defaultdict(list)
         for r in records:
-            if r["condition"] == c and r["scenario_kind"] == "five_turn" and r.get("prompt_tokens_cl100k") is not None:
+            if r["condition"] == c and r.get("prompt_tokens_cl100k") is not None:
                 per_turn[int(r["turn"])].append(r["prompt_tokens_cl100k"])
         if per_turn:
             ts = sorted(per_turn)
             ax.plot(ts, [sum(per_turn[t]) / len(per_turn[t]) for t in ts], marker="o", label=c)
             plotted = True
-    if plotted:
-        ax.set_xlabel("turn of the five-turn conversation")
-        ax.set_ylabel("prompt tokens (cl100k)")
-        ax.set_title("Prompt tokens per turn", fontsize=9)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(fig_dir / "tokens_per_turn.png", dpi=110)
-        written.append("figures/tokens_per_turn.png")
-    plt.close(fig)
-    return written
+    if not plotted:
+        plt.close(fig)
+        return None
+    ax.set_xlabel("turn of the conversation (turns 6-15: the retention scenario)")
+    ax.set_ylabel("prompt tokens (cl100k)")
+    ax.set_title("Prompt tokens per turn", fontsize=9)
+    ax.legend(fontsize=7)
+    return fig
 
 
 def _calibration_lines(out: Path) -> list[str]:

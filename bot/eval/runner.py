@@ -303,12 +303,14 @@ def run_turn(h: Harness, cond: Condition, sc: Scenario, turn_idx: int) -> dict[s
     before = h.llm.usage.snapshot() if h.llm else None
     if h.llm:
         h.llm.observers.append(observer)
+    cpu0 = time.process_time()
     try:
         reply = agent.handle(InboundMessage(channel="eval", user_id=user, text=turn.text, locale=sc.lang,
                                             mode=cond.mode, flags=cond.flags))  # type: ignore[arg-type]
     finally:
         if h.llm:
             h.llm.observers.remove(observer)
+    cpu_ms = round((time.process_time() - cpu0) * 1000, 1)  # this process only (not the LLM server)
     usage = h.llm.usage.minus(before).__dict__ if h.llm and before else None
     trace, answer = reply.trace, reply.text
     sources = [s.model_dump() for s in reply.sources]
@@ -317,7 +319,7 @@ def run_turn(h: Harness, cond: Condition, sc: Scenario, turn_idx: int) -> dict[s
         "patient_id": sc.patient_id, "lang": sc.lang, "turn": turn.n, "turn_kind": turn.kind,
         "question": turn.text, "answer": answer, "sources": [s["doc_id"] for s in sources],
         **turn_metrics(turn, answer, trace, sources, h.doc_texts, h.settings.token_budget),
-        "usage": usage, "notes": trace.get("notes", []), "error": trace.get("error"),
+        "cpu_ms": cpu_ms, "usage": usage, "notes": trace.get("notes", []), "error": trace.get("error"),
     }
     gen = [r for _, r in calls if r.text and r.text in answer]
     record["perplexity"] = perplexity(gen[-1].logprobs) if gen else None
