@@ -2,11 +2,13 @@
 "RAGAS: Automated Evaluation of Retrieval Augmented Generation", arXiv:2309.15217), computed
 with the configured OpenAI-compatible endpoint as the judge.
 
-The ``ragas`` package (0.4) is not used: it pulls in LangChain, ``datasets`` and ``instructor``,
-sends usage telemetry unless told not to, and its long few-shot prompts and free-form JSON parsing
-are beyond a 1.5B local model at 40 prompt tokens/s. The published definitions are implemented
-instead, each LLM step with a capped ``json_schema`` so a small model always returns parseable
-JSON:
+The ``ragas`` package is not used. Checked (issue 13): ``pip install ragas==0.4.3`` pulls 94
+packages (LangChain, ``datasets``, ``instructor``, ...) and then fails to import
+(``ModuleNotFoundError: langchain_community.chat_models.vertexai`` with the langchain-community
+0.4.2 that pip resolves); it also sends usage telemetry unless ``RAGAS_DO_NOT_TRACK=true``, and
+its long few-shot prompts with free-form JSON parsing are beyond a 1.5B local model at 5–40
+prompt tokens/s. The published definitions are implemented instead, each LLM step with a
+capped ``json_schema`` so a small model always returns parseable JSON:
 
 - **faithfulness** F = |V| / |S| (paper §3): the judge splits the answer into at most
   :data:`MAX_STATEMENTS` statements S (one call), then decides for each whether it can be
