@@ -369,6 +369,9 @@ def run_eval(cfg: EvalConfig, settings, progress: bool = True) -> dict[str, Any]
     (cfg.out / "run.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), "utf-8")
     turns_path = cfg.out / "turns.jsonl"
     done = done_keys(turns_path)
+    if done and not (cfg.out / "db").is_dir():
+        raise EvalError(f"{cfg.out} has recorded turns but not the run's databases (db/), which a "
+                        "resumed conversation needs: use a fresh --out (or --report-only)")
     # scenario by scenario, turn by turn, every condition in turn: paired data accrue early
     pending = [(c, s, i) for s in scenarios for i in range(len(s.turns)) for c in conds
                if (c.name, s.id, s.turns[i].n) not in done]
