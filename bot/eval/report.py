@@ -355,7 +355,8 @@ def _header(meta: dict[str, Any], records: list[dict[str, Any]], conds: list[str
              f"- git commit: `{(meta.get('git') or {}).get('commit', '?')}`"
              + (" (with uncommitted changes)" if (meta.get("git") or {}).get("dirty") else ""),
              f"- started {meta.get('started', '?')}, finished {meta.get('finished', '(running)')}; "
-             f"complete: {meta.get('complete', False)}",
+             f"complete: {meta.get('complete', False)}"
+             + (f"; resumed {len(meta['resumed'])} time(s)" if meta.get("resumed") else ""),
              f"- machine: {machine.get('platform', '?')}, {machine.get('cpus', '?')} CPUs, Python "
              f"{machine.get('python', '?')}; load average at start {machine.get('loadavg_start')}, at end "
              f"{meta.get('loadavg_end')} (latencies are disturbed by other work on a shared machine)",

@@ -348,6 +348,19 @@ def _judge(h: Harness, sc: Scenario, turn_idx: int, answer: str, sources: list[d
     return out
 
 
+def _resumed(meta: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Keep the first start (time and load) of a resumed run and list every resumption."""
+    if not path.exists():
+        return meta
+    old = json.loads(path.read_text("utf-8"))
+    if not old.get("started"):
+        return meta
+    meta["resumed"] = old.get("resumed", []) + [{"at": meta["started"], "loadavg": meta["machine"]["loadavg_start"]}]
+    meta["started"] = old["started"]
+    meta["machine"]["loadavg_start"] = (old.get("machine") or {}).get("loadavg_start")
+    return meta
+
+
 def run_eval(cfg: EvalConfig, settings, progress: bool = True) -> dict[str, Any]:  # noqa: ANN001
     """Run (or resume) the evaluation and write the report.
 
@@ -361,17 +374,17 @@ def run_eval(cfg: EvalConfig, settings, progress: bool = True) -> dict[str, Any]
     from bot.eval.report import write_report
 
     scenarios = prepare_scenarios(cfg)
-    all_conds = conditions(cfg.modes, cfg.ablation, cfg.flags)
-    skipped = [c.name for c in all_conds if c.needs_llm and not settings.llm_configured]
-    conds = [c for c in all_conds if c.name not in skipped]
-    meta = run_metadata(cfg, settings, conds, skipped)
-    meta["scenario_key"] = cfg.scenario_key()
-    (cfg.out / "run.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), "utf-8")
     turns_path = cfg.out / "turns.jsonl"
     done = done_keys(turns_path)
     if done and not (cfg.out / "db").is_dir():
         raise EvalError(f"{cfg.out} has recorded turns but not the run's databases (db/), which a "
                         "resumed conversation needs: use a fresh --out (or --report-only)")
+    all_conds = conditions(cfg.modes, cfg.ablation, cfg.flags)
+    skipped = [c.name for c in all_conds if c.needs_llm and not settings.llm_configured]
+    conds = [c for c in all_conds if c.name not in skipped]
+    meta = _resumed(run_metadata(cfg, settings, conds, skipped), cfg.out / "run.json")
+    meta["scenario_key"] = cfg.scenario_key()
+    (cfg.out / "run.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), "utf-8")
     # scenario by scenario, turn by turn, every condition in turn: paired data accrue early
     pending = [(c, s, i) for s in scenarios for i in range(len(s.turns)) for c in conds
                if (c.name, s.id, s.turns[i].n) not in done]
