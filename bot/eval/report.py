@@ -314,6 +314,7 @@ def write_report(out: Path, seed: int = 0) -> Path:
     """Build ``out/report.md`` and its figures from the run's files. Returns the report path."""
     out = Path(out)
     meta = json.loads((out / "run.json").read_text("utf-8")) if (out / "run.json").exists() else {}
+    meta["_dir"] = str(out)
     records = load_records(out)
     conds = [c for c in condition_order(records, meta) if any(r["condition"] == c for r in records)]
     summary = summarise(records, conds, seed)
@@ -345,6 +346,16 @@ def write_report(out: Path, seed: int = 0) -> Path:
     return path
 
 
+def _planned(meta: dict[str, Any]) -> int | str:
+    path = Path(meta.get("config", {}).get("out", "")) / "scenarios.jsonl"
+    here = Path(meta.get("_dir", "")) / "scenarios.jsonl"
+    for p in (here, path):
+        if p.is_file():
+            turns = sum(len(json.loads(x)["turns"]) for x in p.read_text("utf-8").splitlines() if x.strip())
+            return turns * len(meta.get("conditions", []))
+    return "?"
+
+
 def _header(meta: dict[str, Any], records: list[dict[str, Any]], conds: list[str]) -> list[str]:
     cfg = meta.get("config", {})
     ep = meta.get("endpoint") or {}
@@ -363,7 +374,8 @@ def _header(meta: dict[str, Any], records: list[dict[str, Any]], conds: list[str
              f"- scenarios: {cfg.get('patients')} Synthea patients (seed {cfg.get('seed')}), languages "
              f"{cfg.get('langs')}, {cfg.get('turns')} turns each"
              + (", plus the 15-turn retention scenario" if cfg.get("retention") else ""),
-             f"- turns recorded: {len(records)} over {len(conds)} condition(s): {', '.join(f'`{c}`' for c in conds)}",
+             f"- turns recorded: {len(records)} of {_planned(meta)} planned, over {len(conds)} condition(s): "
+             f"{', '.join(f'`{c}`' for c in conds)}",
              f"- settings: {json.dumps(meta.get('settings', {}).get('token_budget'))}-token budget, fusion "
              f"{meta.get('settings', {}).get('hybrid_fusion')}, embedder {meta.get('settings', {}).get('embedding_backend')}"]
     if ep:
