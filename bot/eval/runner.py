@@ -385,8 +385,10 @@ def run_eval(cfg: EvalConfig, settings, progress: bool = True) -> dict[str, Any]
     meta = _resumed(run_metadata(cfg, settings, conds, skipped), cfg.out / "run.json")
     meta["scenario_key"] = cfg.scenario_key()
     (cfg.out / "run.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), "utf-8")
-    # scenario by scenario, turn by turn, every condition in turn: paired data accrue early
-    pending = [(c, s, i) for s in scenarios for i in range(len(s.turns)) for c in conds
+    # the retention scenarios first (memory beyond the working window), then scenario by
+    # scenario, turn by turn, every condition in turn: paired data accrue early
+    ordered = sorted(scenarios, key=lambda s: s.kind != "retention")
+    pending = [(c, s, i) for s in ordered for i in range(len(s.turns)) for c in conds
                if (c.name, s.id, s.turns[i].n) not in done]
     h = Harness(cfg, settings) if pending else None
     if h is not None and h.judge is not None and not (cfg.out / "calibration.json").exists():
