@@ -50,16 +50,19 @@ KEY_FIGURE = ["faithfulness", "answer_relevance", "context_precision", "context_
 
 
 def load_records(out: Path) -> list[dict[str, Any]]:
-    """Every complete line of ``turns.jsonl`` (a torn last line is skipped)."""
+    """Every complete line of ``turns.jsonl`` (a torn line is skipped; a turn recorded twice,
+    e.g. by two processes on one directory, counts once: its last record)."""
     path = out / "turns.jsonl"
-    rows = []
+    rows: dict[tuple[str, str, int], dict[str, Any]] = {}
     if path.exists():
         for line in path.read_text("utf-8").splitlines():
             try:
-                rows.append(json.loads(line))
+                r = json.loads(line)
             except json.JSONDecodeError:
                 continue
-    return rows
+            rows.pop((r["condition"], r["scenario"], int(r["turn"])), None)
+            rows[(r["condition"], r["scenario"], int(r["turn"]))] = r
+    return list(rows.values())
 
 
 def value(r: dict[str, Any], metric: str) -> float | None:
