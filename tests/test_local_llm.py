@@ -159,7 +159,6 @@ def test_server_killed_mid_answer(tmp_path, default_index):
         agent = Agent(make_settings(tmp_path, default_index, OPENAI_BASE_URL=url, LLM_MODEL="smollm2-135m",
                                     LLM_MAX_RETRIES=1, LLM_TIMEOUT_S=120))
         started = threading.Event()
-        agent.services.llm._client = agent.services.llm._client.with_options(max_retries=1)
 
         def kill_when_busy() -> None:
             import urllib.request
