@@ -294,6 +294,25 @@ def _fig_tokens(plt, records, conds, summary):
     return fig
 
 
+def _retention_lines(records, conds) -> list[str]:
+    """Turns 13–15 of the retention scenario ask for facts stated in turns 1–3, older than the
+    five-turn working memory: what reaches the prompt then is what the memory tiers kept."""
+    late = [r for r in records if r["scenario_kind"] == "retention" and int(r["turn"]) >= 13]
+    if not late:
+        return ["Not run (or not reached yet)."]
+    lines = ["Turns 13–15 ask for facts stated in turns 1–3, beyond the five-turn working memory.", "",
+             "| condition | context retention | information preservation | facts missing from the answer |",
+             "| --- | --- | --- | --- |"]
+    for c in conds:
+        rows = [r for r in late if r["condition"] == c]
+        if rows:
+            missing = Counter(m for r in rows for m in r.get("facts_missing_from_answer") or [])
+            lines.append(f"| `{c}` | {_est(mean_ci([r.get('context_retention') for r in rows]))} | "
+                         f"{_est(mean_ci([r.get('information_preservation') for r in rows]))} | "
+                         f"{', '.join(f'{k} ×{v}' for k, v in missing.most_common(4)) or '–'} |")
+    return lines
+
+
 def _calibration_lines(out: Path) -> list[str]:
     path = out / "calibration.json"
     if not path.exists():
@@ -310,6 +329,9 @@ def _calibration_lines(out: Path) -> list[str]:
         s = cal.get(m) or {}
         lines.append(f"| {m} | {_fmt(s.get('mean_' + good))} ({good}) | {_fmt(s.get('mean_' + bad))} ({bad}) | "
                      f"{_fmt(s.get('auc'))} | {_fmt(s.get('pairs_ordered'))} | {s.get('n_scored')}/{s.get('n_items')} |")
+    lines += ["", "Answer relevance is a cosine of multilingual-e5-small embeddings, which stay high even "
+              "for an off-topic answer (the mean above): compare conditions with each other, not with the "
+              "documents' absolute values (measured with other embeddings)."]
     return lines
 
 
@@ -326,6 +348,7 @@ def write_report(out: Path, seed: int = 0) -> Path:
     lines = _header(meta, records, conds)
     lines += ["", "## The documents' claims", ""] + _claims(records, conds, summary, comps)
     lines += [""] + _other_claims(records, conds)
+    lines += ["", "## The 15-turn retention scenario", ""] + _retention_lines(records, conds)
     lines += ["", "## Judge reliability", ""] + _calibration_lines(out)
     lines += ["", "## Means per condition (bootstrap 95% CI, n = turns measured)", "",
               "| metric | " + " | ".join(f"`{c}`" for c in conds) + " |", "|---" * (len(conds) + 1) + "|"]
