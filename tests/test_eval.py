@@ -137,6 +137,14 @@ def test_statistics_match_their_definitions():
     assert missing.n == 1 and missing.t is None
 
 
+def test_judge_reply_cut_off_keeps_its_complete_statements():
+    from bot.eval.judge import salvage_strings
+
+    assert salvage_strings('{"statements": ["a b", "c \\"q\\" d", "cut off') == ["a b", 'c "q" d']
+    assert salvage_strings('{"statements": ["a","b"]}') == ["a", "b"]
+    assert salvage_strings("no array") == []
+
+
 def test_ragas_definitions():
     assert context_precision_at_k([True, False, True]) == pytest.approx((1 + 2 / 3) / 2)
     assert context_precision_at_k([False, False]) == 0.0
@@ -203,13 +211,17 @@ def test_harness_end_to_end_resumes_without_duplicates(tmp_path, default_index):
         assert "## Judge reliability" in report and "`llm` → `ai_agent`" in report
         for fig in ("metrics_by_condition", "latency_per_node", "tokens_per_turn"):
             assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
-        # an interrupted run: the last turn's line never reached the file
-        (out / "turns.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20])
+        # an interrupted run: the last turn's line never reached the file; and the judge of
+        # the first turn had failed (a reply cut off): the resumed run judges it again
+        failed = {**recs[0], "judge": {**recs[0]["judge"], "faithfulness": None,
+                                       "judge_errors": ["JSONDecodeError: cut off"]}}
+        (out / "turns.jsonl").write_text("\n".join([json.dumps(failed), *lines[1:-1]]) + "\n" + lines[-1][:20])
         last = recs[-1]
         second = run_eval(cfg, settings, progress=False)
         assert second["turns"] == 1
         again = [json.loads(x) for x in (out / "turns.jsonl").read_text().splitlines() if x.endswith("}")]
         assert len(again) == 16 and again[-1]["turn"] == last["turn"]
+        assert again[0]["judge"]["rejudged"] and again[0]["judge"]["faithfulness"] == 0.5
         from storage.db import make_engine
         from storage.repositories import Repository
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -60,7 +61,8 @@ def _verdicts_schema(n: int) -> dict[str, Any]:
 
 
 _P_STATEMENTS = ("Break the answer below into short, self-contained factual statements (at most "
-                 f"{MAX_STATEMENTS}). Skip greetings, disclaimers and advice to see a doctor. "
+                 f"{MAX_STATEMENTS}, each under 25 words). Skip greetings, disclaimers and advice to "
+                 "see a doctor. "
                  "Reply with JSON {\"statements\": [...]}.")
 _P_VERIFY = ("For each numbered statement, decide whether it can be directly inferred from the "
              "context (true) or not (false): a statement that the context does not support, or "
@@ -105,20 +107,24 @@ class Judge:
         return self._vectors[text]
 
     def _json(self, system: str, user: str, schema: dict[str, Any], out: JudgeScores,
-              max_tokens: int = 400) -> dict[str, Any] | None:
+              max_tokens: int = 400, salvage: str = "") -> dict[str, Any] | None:
         out.judge_calls += 1
+        text = ""
         try:
-            reply = self.llm.complete([{"role": "system", "content": system},
-                                       {"role": "user", "content": user}], json_schema=schema,
-                                      max_tokens=max_tokens, temperature=0.0, seed=self.seed)
-            return json.loads(reply.text)
+            text = self.llm.complete([{"role": "system", "content": system},
+                                      {"role": "user", "content": user}], json_schema=schema,
+                                     max_tokens=max_tokens, temperature=0.0, seed=self.seed).text
+            return json.loads(text)
         except (LLMError, json.JSONDecodeError, TypeError) as exc:
-            out.judge_errors.append(f"{type(exc).__name__}: {str(exc)[:120]}")
-            return None
+            items = salvage_strings(text) if salvage and isinstance(exc, json.JSONDecodeError) else []
+            out.judge_errors.append(f"{type(exc).__name__}: {str(exc)[:120]}"
+                                    + (f" (kept the {len(items)} complete items)" if items else ""))
+            return {salvage: items} if items else None
 
     def faithfulness(self, answer: str, context: list[str], out: JudgeScores) -> None:
         """Fill ``out.faithfulness`` = supported statements / statements (paper §3)."""
-        data = self._json(_P_STATEMENTS, f"Answer:\n{answer}", _STATEMENTS, out)
+        data = self._json(_P_STATEMENTS, f"Answer:\n{answer}", _STATEMENTS, out, max_tokens=700,
+                          salvage="statements")
         statements = [s.strip() for s in (data or {}).get("statements", []) if str(s).strip()]
         if not statements:
             return
@@ -160,6 +166,19 @@ class Judge:
         self.answer_relevance(question, answer, out)
         self.context_precision(question, answer, docs, out)
         return out
+
+
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def salvage_strings(text: str) -> list[str]:
+    """The complete JSON strings of the first array in a reply cut off at ``max_tokens``
+    (``{"statements": ["a", "b", "c...`` -> ``["a", "b"]``); ``[]`` when there is none."""
+    start = text.find("[")
+    if start < 0:
+        return []
+    return [json.loads(f'"{m.group(1)}"') for m in _STRING.finditer(text, start + 1)
+            if text[m.end():m.end() + 1] in (",", "]", "\n", " ") and m.group(1).strip()]
 
 
 def context_precision_at_k(useful: list[bool]) -> float:

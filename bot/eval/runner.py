@@ -273,8 +273,10 @@ class Harness:
 
     def _doc_texts(self) -> dict[str, str]:
         texts: dict[str, list[str]] = {}
+        self.doc_titles: dict[str, str] = {}
         for c in self.index.chunks:
             texts.setdefault(c["doc_id"], []).append(c["text"])
+            self.doc_titles.setdefault(c["doc_id"], c.get("title", ""))
         return {k: "\n".join(v) for k, v in texts.items()}
 
     def reference_docs(self, question: str, k: int = 5) -> list[str]:
@@ -330,15 +332,14 @@ def run_turn(h: Harness, cond: Condition, sc: Scenario, turn_idx: int) -> dict[s
                       size=flags.compression_threshold)
         record["job"] = {"summaries": counts.summaries, "llm_calls": counts.llm_calls}
     if h.judge is not None and answer and not record["emergency"]:
-        record["judge"] = _judge(h, sc, turn_idx, answer, sources, cond)
+        record["judge"] = _judge(h, sc, turn_idx, answer, record["sources"])
     return record
 
 
-def _judge(h: Harness, sc: Scenario, turn_idx: int, answer: str, sources: list[dict[str, Any]],
-           cond: Condition) -> dict[str, Any]:
+def _judge(h: Harness, sc: Scenario, turn_idx: int, answer: str, doc_ids: list[str]) -> dict[str, Any]:
     turn = sc.turns[turn_idx]
     said = "Patient's messages so far:\n" + "\n".join(f"- {t.text}" for t in sc.turns[:turn_idx + 1])
-    docs = [f"{s['title']}\n{h.doc_texts.get(s['doc_id'], '')}" for s in sources]
+    docs = [f"{h.doc_titles.get(d, '')}\n{h.doc_texts.get(d, '')}" for d in doc_ids]
     ref = docs or h.reference_docs(turn.text)
     t0 = time.perf_counter()
     scores = h.judge.score(turn.text, answer, [said, *ref], docs)  # type: ignore[union-attr]
@@ -346,6 +347,34 @@ def _judge(h: Harness, sc: Scenario, turn_idx: int, answer: str, sources: list[d
     out.update({"context": "own documents" if docs else "reference retrieval (k=5)",
                 "judge_ms": round((time.perf_counter() - t0) * 1000, 1)})
     return out
+
+
+def rejudge_failed(h: Harness, scenarios: list[Scenario], path: Path) -> int:
+    """Judge again, once, the recorded turns whose judge call failed (a reply cut off, the
+    endpoint down), without re-running the agent; ``turns.jsonl`` is rewritten atomically.
+    Returns how many records were re-judged."""
+    if h.judge is None or not path.exists():
+        return 0
+    by_id, out, changed = {s.id: s for s in scenarios}, [], 0
+    for line in path.read_text("utf-8").splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            out.append(line)
+            continue
+        j = r.get("judge") or {}
+        sc = by_id.get(r["scenario"])
+        if j.get("judge_errors") and not j.get("rejudged") and sc is not None:
+            idx = next(i for i, t in enumerate(sc.turns) if t.n == int(r["turn"]))
+            r["judge"] = {**_judge(h, sc, idx, r["answer"], r["sources"]), "rejudged": True,
+                          "first_errors": j["judge_errors"]}
+            line, changed = json.dumps(r, ensure_ascii=False, default=str), changed + 1
+        out.append(line)
+    if changed:
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.write_text("\n".join(out) + "\n", "utf-8")
+        os.replace(tmp, path)
+    return changed
 
 
 def _resumed(meta: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -394,6 +423,8 @@ def run_eval(cfg: EvalConfig, settings, progress: bool = True) -> dict[str, Any]
     if h is not None and h.judge is not None and not (cfg.out / "calibration.json").exists():
         cal = calibrate(h.judge, load_calibration(cfg.langs))
         (cfg.out / "calibration.json").write_text(json.dumps(cal, indent=2, ensure_ascii=False), "utf-8")
+    if h is not None:
+        rejudge_failed(h, scenarios, turns_path)
     written = 0
     bar = tqdm(total=len(pending), unit="turn", disable=not progress, dynamic_ncols=True,
                desc="medbot eval")
