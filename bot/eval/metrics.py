@@ -1,9 +1,11 @@
 """Per-turn metrics that need no judge (computed for every condition, online or offline).
 
 - **context retention**: of the facts the turn needs that the patient stated in an *earlier*
-  turn, the share present in the prompt the model was given (profile, memory tiers, dialogue,
-  evidence, question). ``None`` when the turn needs no earlier fact.
-- **prompt facts**: the same over every needed fact (the current message included).
+  turn, the share present in the prompt's memory sections (profile / semantic memory, earlier
+  conversation summaries, recent dialogue). Evidence documents and the question do not count:
+  a document about hypertension names hypertension whether or not anything was remembered.
+  ``None`` when the turn needs no earlier fact.
+- **prompt facts**: every needed fact (the current message included) anywhere in the prompt.
 - **information preservation**: the share of the needed facts that the answer itself uses.
   A fact is present when one of its surface forms (concept names and synonyms in both
   languages, or the number as the patient wrote it) occurs, case-insensitively.
@@ -48,9 +50,13 @@ def _share(facts: list[Fact], text: str) -> float | None:
     return sum(present(f, text) for f in facts) / len(facts) if facts else None
 
 
-def prompt_text(trace: dict[str, Any]) -> str:
-    """Every prompt section the model saw except the fixed system text."""
-    return "\n".join(str(v) for v in (trace.get("prompt_sections") or {}).values() if v)
+MEMORY_SECTIONS = ("profile", "long_term", "dialogue")
+
+
+def prompt_text(trace: dict[str, Any], sections: tuple[str, ...] | None = None) -> str:
+    """The prompt sections the model saw (all but the fixed system text, or only ``sections``)."""
+    found = trace.get("prompt_sections") or {}
+    return "\n".join(str(v) for k, v in found.items() if v and (sections is None or k in sections))
 
 
 def citation_validity(answer: str, sources: list[dict[str, Any]], doc_texts: dict[str, str],
@@ -108,7 +114,7 @@ def turn_metrics(turn: Turn, answer: str, trace: dict[str, Any], sources: list[d
     quality = trace.get("quality") or {}
     prompt_tokens = trace.get("prompt_tokens")
     return {
-        "context_retention": _share(earlier, prompt),
+        "context_retention": _share(earlier, prompt_text(trace, MEMORY_SECTIONS)),
         "prompt_facts": _share(turn.needs, prompt),
         "information_preservation": _share(turn.needs, answer),
         "facts_missing_from_answer": [f.label for f in turn.needs if not present(f, answer)],

@@ -25,7 +25,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "answer_relevance": ("Answer relevance (RAGAS)", "judge"),
     "context_precision": ("Context precision (RAGAS)", "judge"),
     "perplexity": ("Perplexity of the answer", "logprobs"),
-    "context_retention": ("Context retention (earlier facts in prompt)", "facts"),
+    "context_retention": ("Context retention (earlier facts in the memory sections)", "facts"),
     "prompt_facts": ("Needed facts in prompt", "facts"),
     "information_preservation": ("Information preservation (facts in answer)", "facts"),
     "ndcg10": ("nDCG@10 of cited documents", "retrieval"),
