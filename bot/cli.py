@@ -36,6 +36,8 @@ admin_app = typer.Typer(no_args_is_help=True, help="Admin commands (each written
 app.add_typer(admin_app, name="admin")
 from bot.qtype_cli import qtype_app  # noqa: E402
 app.add_typer(qtype_app, name="qtype")
+from bot.llm_cli import llm_app  # noqa: E402
+app.add_typer(llm_app, name="llm")
 
 
 def _setup_logging() -> None:
@@ -350,6 +352,60 @@ def bench_service_cmd(threads: list[int] = typer.Option([1, 2], help="EMBED_THRE
 
     result = bench_service(tuple(threads))
     typer.echo(json.dumps(result, indent=1) if as_json else render(result))
+
+@app.command("eval")
+def eval_cmd(out: Path = typer.Option(Path("eval-out"), help="Directory for the report, figures and JSONL (resumes a run there)."),
+             patients: int = typer.Option(80, help="Synthea patients sampled (SPEC.md §9: 80)."),
+             turns: int = typer.Option(5, help="Turns per five-turn conversation used (1-5)."),
+             lang: list[str] = typer.Option(["en", "ko"], help="Scenario language (repeatable): en, ko."),
+             seed: int = typer.Option(13, help="Seed of the patient sample, bootstrap and judge."),
+             mode: list[str] = typer.Option(["llm", "ai_agent"], help="llm and/or ai_agent (repeatable)."),
+             ablation: bool = typer.Option(True, help="Also run the six ablation steps before full."),
+             retention: bool = typer.Option(True, help="Also run the 15-turn retention scenario."),
+             flag: list[str] = typer.Option([], help="Feature flag NAME=VALUE for every condition (repeatable)."),
+             judge: bool = typer.Option(True, help="Judge metrics when an endpoint is configured."),
+             synthea: Optional[Path] = typer.Option(None, help="Synthea CSV export (default ../shared/data/synthea)."),
+             index: Optional[Path] = typer.Option(None, help="Knowledge index (default: the bundled corpus)."),
+             report_only: bool = typer.Option(False, help="Only rebuild the report from --out.")) -> None:
+    """The evaluation of SPEC.md §9: Synthea conversations, llm vs ai_agent, ablation, report."""
+    _setup_logging()
+    from bot.eval.report import write_report
+    from bot.eval.runner import DEFAULT_SYNTHEA, EvalConfig, EvalError, run_eval
+    from config.settings import get_settings
+
+    if report_only:
+        if not (out / "turns.jsonl").exists():
+            _fail(f"no turns.jsonl in {out}")
+        typer.echo(f"report: {write_report(out)}")
+        return
+    _check_index(index)
+    cfg = EvalConfig(out=out, synthea=synthea or DEFAULT_SYNTHEA, patients=patients, turns=turns,
+                     langs=list(lang), seed=seed, modes=list(mode), ablation=ablation,
+                     retention=retention, flags=_parse_flags(flag), judge=judge, index=index)
+    settings = get_settings()
+    if "llm" in cfg.modes and not settings.llm_configured:
+        typer.echo("note: the llm mode needs an LLM endpoint (OPENAI_BASE_URL and LLM_MODEL, e.g. "
+                   "`medbot llm serve`); it is skipped and the report says so", err=True)
+    try:
+        settings.flags.merged(cfg.flags)
+        result = run_eval(cfg, settings)
+    except EvalError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: finished turns are in {out / 'turns.jsonl'}; run the same command to resume",
+                   err=True)
+        raise typer.Exit(130)
+    typer.echo(f"report: {result['report']} ({result['turns']} turns this run, {result['pending']} left)")
+
+
+@bench_app.command("llm")
+def bench_llm_cmd(model: str = typer.Option("qwen2.5-coder-1.5b", help="A known model name or a GGUF path."),
+                  repeat: int = typer.Option(3, help="Timed requests per setting."),
+                  as_json: bool = typer.Option(False, "--json")) -> None:
+    """Local server speed (prompt and generation tokens/s) for 1 and 2 threads and OpenMP wait policies."""
+    from bot.bench_llm import bench_llm
+
+    bench_llm(model, repeat, as_json)
 
 
 @bench_app.command("retrieval")

@@ -76,11 +76,14 @@ class Agent:
     Args:
         settings: defaults to :func:`config.settings.get_settings`.
         index_dir: a knowledge index other than the configured one.
+        services: ready-made services (the evaluation shares one index, embedder and LLM
+            client between agents with separate databases); built from settings when omitted.
     """
 
-    def __init__(self, settings: Settings | None = None, index_dir: Path | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, index_dir: Path | None = None,
+                 services: Services | None = None) -> None:
         self.settings = settings or get_settings()
-        self.services = Services.build(self.settings, index_dir)
+        self.services = services or Services.build(self.settings, index_dir)
         self.graph = build_graph(self.services)
 
     async def ahandle(self, msg: InboundMessage) -> OutboundMessage:
