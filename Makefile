@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install index clean
+.PHONY: run test install index clean triage-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -19,6 +19,10 @@ install: $(STAMP)
 
 index: $(STAMP)
 	$(BIN)/medbot index-default
+
+# Retrain triage layer 2 after editing core/safety/data/train/*.tsv (writes core/safety/data/triage_model.*)
+triage-model: $(STAMP)
+	$(BIN)/medbot triage train
 
 run: $(STAMP)
 	$(BIN)/medbot run

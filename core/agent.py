@@ -116,6 +116,8 @@ class Agent:
         rejected = getattr(st.get("slots"), "rejected", None)
         if rejected and not st.get("red_flags"):
             answer = _CONFIRM[lang].format(items=", ".join(map(str, rejected))) + "\n\n" + answer
+        if st.get("urgent_notice") and not st.get("red_flags"):  # issue 11: urgent, not emergency
+            answer = st["urgent_notice"] + "\n\n" + answer
         sources = [Source(**s) for s in st.get("sources") or []]
         return OutboundMessage(text=answer, sources=sources, lang=lang, trace=build_trace(st, t0))
 
@@ -135,6 +137,7 @@ def build_trace(st: dict[str, Any], t0: float) -> dict[str, Any]:
         "retrieval": st.get("retrieval"),
         "cache_hit": st.get("cache_hit"),
         "red_flags": st.get("red_flags", []),
+        "triage": st.get("triage"),
         "generator": st.get("generator"),
         "quality": (st.get("best") or {}).get("quality") or st.get("quality"),
         "quality_history": st.get("quality_history", []),

@@ -4,6 +4,7 @@ behind a safety gate.
 ::
 
     triage ─(red flag)→ extract_slots → store_memory → store_response   (emergency reply)
+      │  (extracts the slots and embeds the question once; both reused downstream)
       └→ check_similarity → extract_slots → store_memory ─(usable cache hit)→ store_response
                                           └→ classify_intent → assemble_context
     assemble_context ─(greeting / baseline)→ generate_answer
@@ -16,8 +17,13 @@ Resolution of the documents' order (SPEC.md §4): facts are extracted and stored
 the cache lookup and before intent classification, so every turn's facts are kept whatever
 path it takes (cache hit, greeting, emergency), and the intent's slot-based k sees this turn's
 slots. A cache hit is served only after ``store_memory``, against the profile as this turn left
-it. ``triage`` (issue 3) runs before everything, the cache included: a red flag skips the cache,
-retrieval and every model call, yet the turn's facts are still extracted and stored.
+it. ``triage`` (issues 3 and 11) runs before everything, the cache included: it extracts the
+slots (``extract_slots`` then reuses them) and embeds the question with the bundled e5 model
+(``check_similarity`` reuses the vector), and its layers decide before the cache, retrieval and
+any generation model runs. A red flag skips the cache, retrieval and every model call (layer 3,
+the LLM second opinion, runs only with an endpoint and only on unflagged messages with a
+symptom), yet the turn's facts are still stored. An urgent-not-emergency finding sets
+``urgent_notice``, a line the agent puts above the normal answer.
 """
 
 from __future__ import annotations

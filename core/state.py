@@ -26,8 +26,11 @@ class AgentState(TypedDict, total=False):
     lang: str
     flags: Any  # config.flags.FeatureFlags
     notes: list[str]
-    # triage
-    red_flags: list[dict[str, str]]
+    # triage (issue 11): also sets slots (reused by extract_slots) and question_vec (reused by
+    # check_similarity) when the configured embedder is the bundled e5
+    red_flags: list[dict[str, Any]]  # category, matched (evidence), layer (1 rules, 2 classifier, 3 LLM)
+    triage: dict[str, Any]  # core.safety.TriageResult.trace(): flags, p_emergency, findings, notes
+    urgent_notice: str  # the "see a doctor today" line added above a normal answer, or ""
     # check_similarity
     question_vec: np.ndarray | None
     cache_candidates: list[dict[str, Any]]

@@ -26,7 +26,8 @@ def check_similarity(state: AgentState, svc: Services) -> dict[str, Any]:
     if state["mode"] == "llm":
         return {"question_vec": None, "cache_candidates": []}
     try:
-        vec = svc.embedder.embed_query(state["question"])
+        vec = state.get("question_vec")  # triage embeds the question once (issue 11)
+        vec = svc.embedder.embed_query(state["question"]) if vec is None else vec
     except Exception as exc:  # the embedder must never cost the user their turn
         log.warning("query embedding failed: %s", exc)
         return {"question_vec": None, "cache_candidates": [],

@@ -230,12 +230,10 @@ def extract_findings(text: str, lang: str, slots: Any = None) -> Findings:
     _numbers(f, text)
     _person(f, text)
     _pregnancy(f, text)
-    _meds(f, text, slots)
-    f.diabetic = "diabetic" in f.signs or any(c.slot == "condition" and c.cui in _DIABETES_CUIS and c.status not in _INACTIVE
-                                              for c in getattr(slots, "concepts", None) or [])
-    concepts = getattr(slots, "concepts", None) or []
-    f.symptom = bool(set(f.signs) - {"sudden", "many_ill", "co_source", "infection", "diabetic", "trauma"}) or any(
-        c.slot == "symptom" and c.status not in _INACTIVE for c in concepts)
+    _meds(f, text)
+    f.diabetic = "diabetic" in f.signs
+    f.symptom = bool(set(f.signs) - {"sudden", "many_ill", "co_source", "infection", "diabetic", "trauma"})
+    add_slots(f, slots)
     return f
 
 
@@ -395,13 +393,22 @@ def _pregnancy(f: Findings, text: str) -> None:
             break
 
 
-def _meds(f: Findings, text: str, slots: Any) -> None:
+def add_slots(f: Findings, slots: Any) -> Findings:
+    """Add what the extractor found (``slots``, may be ``None``) to ``f``: medication classes by
+    UMLS CUI, diabetes as a condition, and an active symptom concept. Returns ``f``."""
     for c in getattr(slots, "concepts", None) or []:
-        if c.slot != "medication" or c.status in _INACTIVE:
+        if c.status in _INACTIVE:
             continue
-        for cls, cuis in MED_CUIS.items():
-            if c.cui in cuis:
-                f.meds.add(cls)
+        if c.slot == "medication":
+            f.meds.update(cls for cls, cuis in MED_CUIS.items() if c.cui in cuis)
+        elif c.slot == "condition" and c.cui in _DIABETES_CUIS:
+            f.diabetic = True
+        elif c.slot == "symptom":
+            f.symptom = True
+    return f
+
+
+def _meds(f: Findings, text: str) -> None:
     for cls, rx in _MED_RX.items():
         for m in rx.finditer(text):
             if suppression(text, m.start(), m.end(), cls) not in ("negated", "hypothetical", "family_history"):

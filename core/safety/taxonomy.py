@@ -149,11 +149,14 @@ headache and sudden loss of sight; ``syncope_confusion`` is now two categories).
 the older annotated sets (``bot/data/triage_blind.jsonl``, ``extraction_eval.jsonl``)."""
 
 
-def accepted(gold: str | None) -> tuple[str, ...]:
-    """The categories that count as a hit for a gold label (old or new id).
+def accepted(gold: str | None, legacy: bool = False) -> tuple[str, ...]:
+    """The categories that count as a hit for a gold label.
 
-    Returns ``()`` for ``None`` / ``"none"``; an unknown label is returned as it is.
+    Args:
+        gold: the label; legacy: True for issue 3's labels (mapped by :data:`OLD_TO_NEW`).
+    Returns:
+        ``()`` for ``None`` / ``"none"``; an unknown label as it is.
     """
     if not gold or gold == NONE:
         return ()
-    return OLD_TO_NEW.get(gold, (gold,))
+    return OLD_TO_NEW.get(gold, (gold,)) if legacy else (gold,)
