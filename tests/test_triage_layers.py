@@ -375,7 +375,7 @@ def test_urgent_tier_adds_a_line_above_the_normal_answer(agent):
 def test_issue_false_alarms_get_normal_answers(agent, text):
     reply = agent.handle(InboundMessage(user_id="t:fa", text=text))
     assert reply.trace["red_flags"] == [] and reply.trace["generator"] != "triage"
-    assert "119" not in reply.text
+    assert not reply.text.startswith("⚠️") and "기다리는 동안" not in reply.text and "While you wait" not in reply.text
 
 
 def test_the_question_is_embedded_once_and_slots_extracted_once(agent, monkeypatch):

@@ -50,7 +50,8 @@ MODEL_JSON = "triage_model.json"
 FORMAT = 2
 
 _SIGN_NAMES = tuple(sorted([*SIGNS, "fever"]))
-_REASONS = ("negated", "reassured", "past", "question", "hypothetical", "family_history", "mild", "joke")
+_REASONS = ("negated", "reassured", "past", "question", "hypothetical", "family_history", "mild", "joke",
+            "recovered", "routine")
 _FLAGS = ("question", "hypothetical", "child", "third_person", "pregnant", "infant", "fever", "symptom", "diabetic")
 _MEDS = ("anticoagulant", "insulin_or_su", "chemotherapy", "immunosuppressed")
 FINDING_NAMES: tuple[str, ...] = (tuple(f"sign:{n}" for n in _SIGN_NAMES) + tuple(f"dropped:{r}" for r in _REASONS)

@@ -31,7 +31,7 @@ from typing import Any
 from core.safety.signs import compiled
 
 # -- context of a sign -------------------------------------------------------------------------
-_NEG_AFTER_KO = re.compile(r"^.{0,12}?(?:안\s*(?:먹|드|맞|해요|했)|없어|없습|없고|없었|없는데|없음|없이|안\s*나요|않아|않았|않습|않고|아니에|아닙|아니고|아니라|아녜|업어|업고|업는)")
+_NEG_AFTER_KO = re.compile(r"^.{0,12}?(?:없어|없습|없고|없었|없는데|없음|없이|안\s*나요|않아|않았|않습|않고|아니에|아닙|아니고|아니라|아녜|업어|업고|업는)")
 _REASSURE_AFTER = re.compile(
     r"^.{0,14}?(?:괜찮|정상|멀쩡|편해|편하게|편안|잘\s*쉬|잘\s*쉬어|문제\s*없|또렷)(?!했|았|었|였|는데\s*갑자기)"
     r"|^[^.!?;]{0,25}?\b(?:is|are|feels?|seems?|looks?|sounds?)\s+(?:completely\s+|totally\s+|perfectly\s+|absolutely\s+)?"
@@ -43,7 +43,7 @@ _NEG_BEFORE_EN = re.compile(
 _REASSURE_BEFORE = re.compile(r"(?:\bnormal\b|\bfine\b|괜찮은데|정상인데)\s*$", re.I)
 _INFO_KO = re.compile(
     r"소설|드라마|영화|과제|숙제|학생인데|공부하|왜\s|왜요|뭐예요|뭔가요|뭐에요|뭔지|무엇|뭘\s|어떻게|(?:으면|면)\s.{0,25}(?:나요|까요|가요|해요|돼요|되나요|돼요)\s*\?|다른가요|같은\s*(?:건가요|말인가요)|뜻이에요"
-    r"|어떤\s*(?:증상|게|것|신호)|어떻게\s*(?:알|구별|대처|해야)|징후|알려\s*주|설명|예방|차이가|차이는|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)|기준이|언제\s*(?:가야|응급실)")
+    r"|어떤\s*(?:증상|게|것|신호|말)|어떻게\s*(?:알|구별|대처|해야)|징후|알려\s*주|설명|예방|차이가|차이는|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)|기준이|언제\s*(?:가야|응급실)")
 _INFO_EN = re.compile(
     r"\b(?:student|studying|for\s+(?:a|my)\s+class|novel|story|homework|assignment|tv\s+show|writing\s+a)\b|^\s*can\s+(?:you|i|one)\b"
     r"|\bdifference\s+between\b|^\s*(?:can|could|does|do|is|are)\s+\w+\s+(?:happen|cause|be|turn|look)\b|\bis\s+it\s+(?:possible|safe|dangerous|ok|okay|bad|normal)\b"
@@ -51,38 +51,45 @@ _INFO_EN = re.compile(
     r"|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|recognise|spot)|tell\s+me\s+about|explain|when\s+(?:is|should|do)\b|why\s+(?:do|is|are|does))\b", re.I)
 _NOW_KO = re.compile(r"지금|방금|갑자기|현재|아까|계속|오늘|제가\s|저\s|저는|저도|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가|아기가|애가|와이프가|동생이")
 _NOW_EN = re.compile(r"\b(?:i'?m|i\s+am|i\s+have|i\s+can'?t|i\s+feel|my|right\s+now|just|he'?s|she'?s|he\s+is|she\s+is|is\s+having|currently|suddenly|rn|im)\b", re.I)
-_PAST_KO = re.compile(r"했었|었었|였었|\d+\s*년째\s*안|\d+\s*(?:년|달|개월)\s*(?:전|됐)|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있|지난달|지난\s*(?:주|해)|대학생\s*때|고등학생\s*때|진단받으신\s*지")
+_PAST_KO = re.compile(r"지난번|몇\s*년\s*전|\d+\s*(?:세|살)\s*(?:때|에)(?!\s*(?:아기|아이))|한때|했었|었었|였었|\d+\s*년째\s*안|\d+\s*(?:년|달|개월)\s*(?:전|됐)|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있|지난달|지난\s*(?:주|해)|대학생\s*때|고등학생\s*때|진단받으신\s*지")
 _PAST_EN = re.compile(
-    r"\b(?:(?<!fine\s)last\s+night|years?\s+ago|last\s+(?:year|month|winter|summer|week)|months?\s+ago|in\s+the\s+past|when\s+i\s+was|history\s+of|used\s+to|once\s+had|as\s+a\s+(?:child|kid|teen(?:ager)?|baby|toddler)"
+    r"\b(?:(?<!fine\s)last\s+night|a\s+few\s+years\s+back|years\s+back|previously|at\s+(?:age\s+)?\d{2}(?!\s*(?:weeks|%|kg))\b|in\s+my\s+(?:twenties|thirties|teens)|years?\s+ago|last\s+(?:year|month|winter|summer|week)|months?\s+ago|in\s+the\s+past|when\s+i\s+was|history\s+of|used\s+to|once\s+had|as\s+a\s+(?:child|kid|teen(?:ager)?|baby|toddler)"
     r"|growing\s+up|none\s+since|nothing\s+since|never\s+since|in\s+(?:19|20)\d\d|back\s+in|in\s+college|was\s+diagnosed|fully\s+recovered|recovered\s+well|in\s+hospital\s+with)\b", re.I)
-_STILL = re.compile(r"지금(?!은\s*(?:괜찮|멀쩡|잘|좋|많이|치료|재활|건강|없|안\s*해|\d))|오늘|요즘(?!은?\s*(?:괜찮|없|안|잘|증상\s*없))|이번에|\d+\s*(?:분|시간)\s*째|\d+\s*(?:min(?:ute)?s?|hours?)\b|다시|또\s|여전히|계속|방금|\bright\s+now\b|\band\s+now\b|\bnow\s+(?:i|i'?ve|i'?m|he|she|it|they|my|his|her|there)\b|\bagain\b|\bstill\b(?!\s+(?:need|have\s+to|take|carry|show|worry|itch|use|get|wonder))|\btoday\b|\bjust\s+(?:now|had|started|came)\b|\brn\b", re.I)
+_STILL = re.compile(r"지금\s*(?:도|또|다시|막|계속|너무|갑자기)|오늘|요즘(?!은?\s*(?:괜찮|없|안|잘|증상\s*없))|이번에|\d+\s*(?:분|시간)\s*째|\d+\s*(?:min(?:ute)?s?|hours?)\b|다시|또\s|여전히|계속|방금|\bright\s+now\b|\band\s+now\b|\bnow\s+(?:i|i'?ve|i'?m|he|she|it|they|my|his|her|there)\b|\bagain\b|\bstill\b(?!\s+(?:need|have\s+to|take|carry|show|worry|itch|use|get|wonder))|\btoday\b|\bjust\s+(?:now|had|started|came)\b|\brn\b", re.I)
 _HYPOTHETICAL = re.compile(
     r"\b(?:nursing|medical)\s+student\b|\bfor\s+(?:a|my)\s+(?:class|novel|story|assignment)\b|소설|과제|숙제|학생인데|드라마에서|영화에서|\bin\s+the\s+(?:tv\s+)?show\b|\bwriting\s+(?:a|my)\s+(?:story|novel|character)"
-    r"|\bif\s+(?:someone|somebody|a\s+person|a\s+child|you|one|my\s+(?:kid|child|baby|son|daughter|newborn|waters)|i\s+(?:find|see|suddenly|ever))\b|\bwhat\s+(?:should|do)\s+(?:you|i|we)\s+do\s+if\b|\bwhat\s+to\s+do\s+if\b"
-    r"|(?:사람|누가|누군가|아이가|옆\s*사람이|노인이|아기가)(?:을|이|가)?\s*.{0,30}?(?:하|되|나|오|보|있으|없으|먹으|삼키|쓰|지|리|이|않으|걸리|생기|아프|다치|막히|부으|쏘이|같으|들)면\s|만약(?:에)?|\bwhat\s+happens\s+if\b|\bwhere\s+should\s+i\s+go\s+if\b|\bwho\s+do\s+i\s+call\s+if\b", re.I)
-_FAMILY_HISTORY = re.compile(r"가족력|집안\s*내력|유전(?:되|이|인|될)|돌아가셨|\bruns?\s+in\s+(?:my|the|our)\s+family\b|\bfamily\s+history\b|\bhereditary\b|\bgenetic\b|\bdied\s+of\b|\bdied\s+suddenly\b", re.I)
-_JOKE = re.compile(r"농담|\bjk\b|\bjust\s+kidding\b|\bkidding\b", re.I)
+    r"|\bif\s+(?:someone|somebody|a|an|the|you|your|one|they|he|she|my|i\s+(?:find|see|suddenly|ever))\b|\bwhat\s+(?:should|do)\s+(?:you|i|we)\s+do\s+if\b|\bwhat\s+to\s+do\s+if\b"
+    r"|\bin\s+case\b|\bwhat\s+would\s+(?:happen|cause|you\s+do)\b|\bwhat\s+if\b|\bsuppose\b|\bhypothetically\b|\bwhat\s+counts\s+as\b|\bhow\s+would\s+i\s+know\b|\bhow\s+do\s+i\s+tell\b|(?:할|될|생길|올)\s*경우|대비해|미리\s*알고|(?:사람|누가|누군가|아이가|옆\s*사람이|노인이|아기가)(?:을|이|가)?\s*.{0,30}?(?:하|되|나|오|보|있으|없으|먹으|삼키|쓰|지|리|이|않으|걸리|생기|아프|다치|막히|부으|쏘이|같으|들)면\s|만약(?:에)?|\bwhat\s+happens\s+if\b|\bwhere\s+should\s+i\s+go\s+if\b|\bwho\s+do\s+i\s+call\s+if\b", re.I)
+_FAMILY_HISTORY = re.compile(r"가족력|집안\s*내력|유전(?:되|이|인|될)|돌아가셨|저도\s*(?:위험|걸릴|조심|검사)|\bmy\s+(?:own\s+)?risk\b|\bat\s+risk\b|\bam\s+i\s+(?:likely|at)\b|\bmake\s+me\s+more\b|\bshould\s+i\s+(?:be\s+)?(?:tested|screened|checked)\b|\bshould\s+my\s+kids\s+be\s+tested\b|\binherited\b|\bruns?\s+in\s+(?:my|the|our)\s+family\b|\bfamily\s+history\b|\bhereditary\b|\bgenetic\b|\bdied\s+of\b|\bdied\s+suddenly\b", re.I)
+_JOKE = re.compile(r"농담|\bjk\b|\bjust\s+kidding\b|\bkidding\b|\bembarrass\w*|창피|쪽팔|민망", re.I)
+_ACUTE = re.compile(r"지금|방금|갑자기|\bright\s+now\b|\bjust\s+now\b|\bsuddenly\b|\bcurrently\b", re.I)
+_MILD_BEFORE = re.compile(r"(?:좀|조금|약간|살짝|\ba\s+bit\b|\bslightly\b|\ba\s+little\b)\s*$", re.I)
+_RECOVERED = re.compile(r"지금은\s*(?:괜찮|멀쩡|정상)|(?:i\s+)?feel\s+(?:fine|normal|ok|okay|better)\s+now|now\s+i\s+feel\s+(?:fine|normal|ok)|back\s+to\s+normal|완전히\s*회복", re.I)
+_ROUTINE = re.compile(r"하루(?:에)?\s*(?:한|두|세|네|\d)\s*번|매일|아침\s*저녁|식후|식전|\b(?:once|twice|three\s+times|four\s+times|\d\s+times)\s+(?:a|per)\s+day\b|\bdaily\b|\bevery\s+(?:day|morning|night|\d+\s+hours)\b|\bwith\s+(?:meals|each\s+meal)\b|\bat\s+(?:each\s+meal|bedtime)\b|시간마다", re.I)
 _MILD = re.compile(r"\b(?:a\s+bit|slightly|a\s+little|mild(?:ly)?|kind\s+of)\b|살짝|조금|약간|쪼금", re.I)
-_MILD_SIGNS = {"chest_cardiac", "breathing_severe", "anaphylaxis", "stroke_focal", "abdomen_severe", "vision_loss"}
+_MILD_SIGNS = {"chest_cardiac", "breathing_severe"}
+_MILD_PREFIX_SIGNS = {"floppy", "hard_to_wake", "drowsy"}
 _DENIED_STATE = re.compile(r"\b(?:isn'?t|is\s+not|aren'?t|wasn'?t|are\s+not)\s+(?:\w+\s+)?(?:drooping|droopy|swollen|swelling|blue|stiff|bleeding|confused|slurred|numb|weak)", re.I)
 _NEG_AFTER_FAR_KO = re.compile(r"^.{0,24}?(?:전혀|절대)\s*(?:없|안|않)")
 _REPORTED_KO = re.compile(r"(?:라고|다고|냐고)\s")
 _SCAR = re.compile(r"흉터|자국|\bscars?\b", re.I)
 _INTENSIFIER_KO = re.compile(r"^.{0,8}?(?:멈출\s*수(?:가)?\s*없|멈추지\s*않|안\s*멈|멈추질\s*않|참을\s*수(?:가)?\s*없)")
 _NEAR_KO = re.compile(r"^\s*(?:할|될|한)\s*(?:것|거)\s*같|^\s*(?:할|한)\s*(?:뻔|듯)")
-_CONDITIONAL_KO = re.compile(r"^(?:를|을|이|가|는|은)?\s*[가-힣]{0,3}?(?:하|되|나|오|보이|보|있으|없으|으|지|리|이|키|쓰|뜨|들)면\s")
+_CONDITIONAL_KO = re.compile(r"^(?:를|을|이|가|는|은)?\s*(?:[가-힣]{0,3}?(?:다고|라고)\s*)?[가-힣]{0,3}?(?:하|되|나|오|보이|보|있으|없으|으|지|리|이|키|쓰|뜨|들)면\s")
 _PERMISSION_KO = re.compile(r"^\S{0,3}(?:도|어도|여도)\s*(?:되|돼|괜찮)")
 _GENERIC_AFTER_KO = re.compile(r"^[가-힣]{0,2}\s*(?:증상|경우)(?:은|는|이|가|에|일\s*때)?\s")
 _SUBJECT_KO = re.compile(r"제가|저는|저도|내가|나는|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가|아기가|애가|와이프가|동생이")
-_VITAMIN = re.compile(r"비타민|영양제|유산균|오메가|vitamin|supplement", re.I)
-_CLAUSE = re.compile(r"[.!?;\n]|(?<=요)\s|(?<=[었았했였]다)\s|(?<=니다)\s|(?<=[음함임죠])\s|(?<=[가-힣])(?:는데|은데|인데|지만)\s|\bbut\b|,\s*(?=(?:just|only|and\s+no|no|nothing)\b)", re.I)
+_VITAMIN = re.compile(r"비타민|영양제|유산균|오메가|포도당|vitamin|supplement|glucose\s+tablets|dextrose", re.I)
+_NO_REASSURE = {"head_injury", "trauma", "overdose", "extra_dose", "burn", "co_source", "allergen", "suicidal", "nosebleed"}
+_MED_NEG_KO = re.compile(r"^\S{0,3}\s*(?:은|는)?\s*(?:안|못)\s*(?:먹|드|맞)")
+_CLAUSE = re.compile(r"[.!?;\n]|(?:(?<=[가-힣]고\s)|(?<=[가-힣]며\s)|(?<=면서\s)|(?<=[가-힣]서\s))(?!싶)|(?<=요)\s|(?<=[었았했였]다)\s|(?<=니다)\s|(?<=[음함임죠])\s|(?<=[가-힣])(?:는데|은데|인데|지만)\s|\bbut\b|,\s*(?=(?:just|only|and\s+no|no|nothing)\b)", re.I)
 
 # -- numbers -----------------------------------------------------------------------------------
 _TEMP = re.compile(
-    r"(?:열|체온|고열|temp\w*|fever(?:\s+of)?|running(?:\s+a)?|hit|at|is|of|찍)\D{0,14}?(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*(도|℃|°\s*[cf]?|degrees?\s*[cf]?|f\b|c\b)?"
+    r"(?:열|체온|고열|temp\w*|fever(?:\s+of)?|running(?:\s+a)?|hit|at|is|of|찍|hot|뜨거|measured|reads?|나와|재니)\D{0,14}?(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*(도|℃|°\s*[cf]?|degrees?\s*[cf]?|f\b|c\b)?"
     r"|(?<![\d./])(\d{2}(?:\.\d+)?)\s*(도|℃|°\s*c?)(?!\s*(?:각도|로\s*기울))", re.I)
 _OVER = re.compile(r"^\s*(?:도)?\s*(?:가|이)?\s*(?:넘|넘게|넘어|넘었|이상|over|above|plus|\+)", re.I)
-_SPO2 = re.compile(r"(?:산소\s*포화도|포화도|spo2|sp02|o2\s*sat\w*|oxygen(?:\s+\w+){0,3}|sats?|pulse\s*ox)\D{0,25}?(?<![\d.])(\d{2,3})(?!\d)\s*(?:%|퍼센트|까지|로|on)?", re.I)
+_SPO2 = re.compile(r"(?:산소\s*포화도|포화도|spo2|sp02|o2\s*sat\w*|oxigen|oxygen(?:\s+\w+){0,3}|sats?|pulse\s*ox)\D{0,25}?(?<![\d.])(\d{2,3})(?!\d)\s*(?:%|퍼센트|까지|로|on)?", re.I)
 _GLUCOSE = re.compile(r"(?:혈당|blood\s*sugar|sugar|glucose)(?:\s*수치)?\D{0,15}?(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*(mmol|mg)?", re.I)
 _BP_PAIR = re.compile(r"(?<![\d.])(\d{2,3})\s*/\s*(\d{2,3})(?!\d)")
 _BP_CONTEXT = re.compile(r"혈압|\bbp\b|blood\s*pressure", re.I)
@@ -99,14 +106,14 @@ _INFANT_AGE = re.compile(
 _UNDER_3M = re.compile(r"3개월\s*(?:안\s*된|미만|이\s*안\s*된)|\bunder\s+(?:3|three)\s+months\b", re.I)
 _NEWBORN = re.compile(r"신생아|\bnewborn\b|\bneonat\w*", re.I)
 _CHILD_AGE = re.compile(r"(\d+)\s*(?:살|세)\s*(?:아이|아기|애|딸|아들|손주|조카)|(\d+)[- ]?(?:year|yr)s?[- ]?old\s*(?:son|daughter|child|kid|boy|girl)?|돌\s*지난", re.I)
-_CHILD = re.compile(r"아기|애기|아이|아들|딸|손주|신생아|유아|중학생|초등학생|\bbaby|\bbabys\b|\binfant|\btoddler|\bchild\b|\bkid\b|\bson\b|\bdaughter\b|\bnewborn|\blil\s+one\b", re.I)
+_CHILD = re.compile(r"\bbubba\b|\blittle\s+one\b|아기|애기|아이|아들|딸|손주|신생아|유아|중학생|초등학생|\bbaby|\bbabys\b|\binfant|\btoddler|\bchild\b|\bkid\b|\bson\b|\bdaughter\b|\bnewborn|\blil\s+one\b", re.I)
 _THIRD = re.compile(r"아버지|아빠|어머니|엄마|남편|아내|와이프|할머니|할아버지|친구|동생|형|누나|언니|오빠|동료|아이|아기|애기|아들|딸|손주|며느리|시어머니|부장님|어르신|옆\s*사람"
                     r"|\b(?:my|our)\s+(?:dad|father|mum|mom|mother|husband|wife|partner|son|daughter|baby|kid|child|friend|brother|sister|grand\w+|neighbour|neighbor|roommate|bf|gf|boyfriend|girlfriend)\b"
                     r"|\b(?:a\s+man|a\s+guy|a\s+woman|someone|coworker|colleague|man|woman|teen\w*)\b", re.I)
 
 # -- pregnancy ---------------------------------------------------------------------------------
 _PREG_WEEKS = re.compile(r"임신\s*(\d{1,2})\s*주|(\d{1,2})\s*주(?:\s*차)?\s*(?:인데|예요|이에요|임산부|째|,)|(\d{1,2})\s*weeks?\s*(?:pregnant|pregnat|pregant|pregnent|and|,|\()|pregnant\D{0,12}(\d{1,2})\s*weeks?|(\d{1,2})주\b", re.I)
-_PREG = re.compile(r"(?<!\d)[1-4]\d\s*주(?:인데|차|예요|이에요)|\b[1-4]\d\s+weeks?\s+(?:and|with|,)|\b[1-4]\d주\b|임신|임산부|\bpregn\w*|\bpregnat\b|\bpregant\b|\bpregnent\b|임신\s*테스트|pregnancy\s*test|태동|양수|\bwaters\b|\bbaby\s+(?:hasn'?t|not)\s+mov", re.I)
+_PREG = re.compile(r"만삭|막달|뱃속|태아|출산\s*예정|\bpreggo\b|\bexpecting\b|\bdue\s+date\b|(?<!\d)[1-4]\d\s*주(?:인데|차|예요|이에요)|\b[1-4]\d\s+weeks?\s+(?:and|with|,)|\b[1-4]\d주\b|임신|임산부|\bpregn\w*|\bpregnat\b|\bpregant\b|\bpregnent\b|임신\s*테스트|pregnancy\s*test|태동|양수|\bwaters\b|\bbaby\s+(?:hasn'?t|not)\s+mov", re.I)
 _PREG_NEG = re.compile(r"임신(?:은|이)?\s*(?:아니|안\s*했|하지\s*않)|\bnot\s+pregnant\b|(?:테스트|test)(?:는|은)?\s*(?:음성|negative)|\btest\s+negative\b", re.I)
 
 # -- medication classes ------------------------------------------------------------------------
@@ -205,9 +212,11 @@ class Findings:
 
 
 _QUIET = {"symptom_generic", "sudden", "bleeding_any", "many_ill", "dizzy", "trauma", "diabetic"}
+_BARE_TEMP = re.compile(r"(?<![\d.])(3[5-9]\.\d|4[0-2]\.\d)(?![\d.])")
+_TEMP_CONTEXT = re.compile(r"열|체온|아기|애기|fever|temp|hot|baby|infant|newborn|week\s+old|month\s+old", re.I)
 _FEVER_SIGN = re.compile(
     r"열(?:이|도)?\s*(?:나|났|있|펄펄|올라|높|많이|심|38|39|40)|고열|발열|열나|열남|(?<![가-힣])열\s*\d|체온이\s*(?:높|3[89]|4[0-2])"
-    r"|\bfever\w*|\bfevr\b|\bfebrile\b|\bhigh\s+temp\w*|\brunning\s+a\s+(?:temp|fever)|\bburning\s+up\b|\btemp(?:erature)?\b(?!\s+(?:is\s+)?(?:normal|fine|ok))", re.I)
+    r"|\bfever\w*|\bfevr\b|\bfebrile\b|\bhigh\s+temp\w*|\brunning\s+a\s+(?:temp|fever)|\bburning\s+up\b|\b(?:a|high|have\s+a|get\s+a|running\s+a)\s+temp(?:erature)?\b|\btemp(?:erature)?\s+(?:is\s+)?(?:high|up)\b", re.I)
 
 
 def extract_findings(text: str, lang: str, slots: Any = None) -> Findings:
@@ -226,6 +235,7 @@ def extract_findings(text: str, lang: str, slots: Any = None) -> Findings:
     f.hypothetical = bool(_HYPOTHETICAL.search(text))
     f.question = bool((_INFO_KO.search(text) or _INFO_EN.search(text))
                       and not (_NOW_KO.search(text) or _NOW_EN.search(text)))
+    f.lang = lang
     _signs(f, text)
     _numbers(f, text)
     _person(f, text)
@@ -304,30 +314,46 @@ def suppression(text: str, start: int, end: int, sign: str) -> str | None:
         return "negated"
     if sign in _MILD_SIGNS and _MILD.search(matched):
         return "mild"
+    if sign in _MILD_PREFIX_SIGNS and _MILD_BEFORE.search(text[max(0, start - 8):start]):
+        return "mild"
+    if sign == "collapse" and _RECOVERED.search(text):
+        return "recovered"
     if sign == "suicidal" and _JOKE.search(text):
         return "joke"
     if sign in ("collapse", "thunderclap") and _NEAR_KO.search(after):
         return "mild"
     if sign == "overdose" and (_VITAMIN.search(sentence) or _PERMISSION_KO.search(after)):
         return "question"
+    if sign == "overdose" and _ROUTINE.search(text):
+        return "routine"
     if _CONDITIONAL_KO.search(after) and re.search(r"(?:\?|나요|까요|가요|하나요|되나요|할까요|해야\s*(?:해요|하나요|돼요))\s*$", sentence.strip()):
         return "hypothetical"
     if _GENERIC_AFTER_KO.search(after) and not _SUBJECT_KO.search(sentence):
         return "question"
     if _NEG_BEFORE_EN.search(before) and not re.search(r"\b(?:isn'?t|not|doesn'?t|won'?t|can'?t)\b", text[start:end], re.I):
         return "negated"
-    if _REASSURE_AFTER.search(after) and sign not in ("suicidal",):
+    if sign in _MED_RX and _MED_NEG_KO.search(after):
+        return "negated"
+    if _REASSURE_AFTER.search(after) and sign not in _NO_REASSURE:
         return "reassured"
-    if _HYPOTHETICAL.search(sentence):
+    if _hypothetical_before(text, start, sentence):
         return "hypothetical"
     now = _NOW_KO.search(sentence) or _NOW_EN.search(sentence)
     if (_INFO_KO.search(sentence) or _INFO_EN.search(sentence)) and not now:
         return "question"
-    if _FAMILY_HISTORY.search(sentence):
+    if _FAMILY_HISTORY.search(sentence) and not _ACUTE.search(sentence):
         return "family_history"
     if (_PAST_KO.search(sentence) or _PAST_EN.search(sentence)) and not _STILL.search(sentence):
         return "past"
     return None
+
+
+def _hypothetical_before(text: str, start: int, sentence: str) -> bool:
+    """A hypothetical or conditional trigger in the sentence that begins at or before the
+    sign (``what should I do if someone collapses``), not one that follows it (``my dad
+    collapsed, what do I do if he doesn't wake up`` is an emergency)."""
+    sent_start = max(0, max(text.rfind(ch, 0, start) for ch in ".!?\n") + 1)
+    return any(sent_start + m.start() <= start for m in _HYPOTHETICAL.finditer(sentence))
 
 
 def _numbers(f: Findings, text: str) -> None:
@@ -340,13 +366,18 @@ def _numbers(f: Findings, text: str) -> None:
         if 34.0 <= value <= 43.0 and suppression(text, m.start(), m.end(), "temperature") is None:
             f.temperature_c = value if f.temperature_c is None else max(f.temperature_c, value)
             f.fever_over = f.fever_over or bool(_OVER.search(text[m.end():m.end() + 8]))
+    if f.temperature_c is None and _TEMP_CONTEXT.search(text):
+        for m in _BARE_TEMP.finditer(text):
+            if suppression(text, m.start(), m.end(), "temperature") is None:
+                f.temperature_c = float(m.group(1))
+                break
     for m in _SPO2.finditer(text):
         value = float(m.group(1))
         if 50 <= value <= 100:
             f.spo2 = value if f.spo2 is None else min(f.spo2, value)
     for m in _GLUCOSE.finditer(text):
         value, unit = float(m.group(1)), (m.group(2) or "").lower()
-        if unit == "mmol" or (not unit and value < 35):
+        if unit == "mmol" or (not unit and ("." in m.group(1) or (f.lang == "en" and value < 35))):
             value = round(value * 18.016, 1)
         if 10 <= value <= 2000 and not re.search(r"HbA1c|당화|a1c", text[max(0, m.start() - 10):m.start()], re.I):
             f.glucose_mgdl = value if f.glucose_mgdl is None else f.glucose_mgdl
@@ -382,8 +413,14 @@ def _person(f: Findings, text: str) -> None:
         f.child = f.child or years is None or float(years) < 16
 
 
+_WEEKS_ONLY = re.compile(r"\b[2-4]\d\s*(?:weeks?|wks?)\b", re.I)
+_OBSTETRIC_CONTEXT = re.compile(r"\bbaby\b|\bwaters?\b|\bfluid\b|\bbleed|\bkicks?\b|\bbump\b|\bcontractions?\b|\bmovements?\b|태동|양수|아기", re.I)
+
+
 def _pregnancy(f: Findings, text: str) -> None:
-    if _PREG_NEG.search(text) or not _PREG.search(text):
+    if _PREG_NEG.search(text):
+        return
+    if not _PREG.search(text) and not (_WEEKS_ONLY.search(text) and _OBSTETRIC_CONTEXT.search(text)):
         return
     f.pregnant = True
     for m in _PREG_WEEKS.finditer(text):

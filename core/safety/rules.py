@@ -80,8 +80,19 @@ def _swelling_after_allergen(f: Findings) -> str | None:
     allergen = f.has("allergen")
     if allergen and (sw := f.has("face_swelling")) and f.has("wheeze", "breathing_severe", "cannot_swallow", "dizzy", "vomiting", "face_swelling"):
         return f"{allergen.matched} + {sw.matched}"
-    if allergen and f.has("anaphylaxis", "breathing_severe") :
+    if allergen and f.has("anaphylaxis", "breathing_severe"):
         return f"{allergen.matched} + breathing"
+    if allergen and f.has("hives") and (s := f.has("wheeze", "breathing_severe", "dizzy", "vomiting", "collapse")):
+        return f"{allergen.matched} + hives + {s.name}"
+    return None
+
+
+def _cardiac(f: Findings) -> str | None:
+    if (s := f.has("chest_cardiac")):
+        return s.matched
+    chest, assoc = f.has("chest_any"), f.has("cardiac_assoc")
+    if chest and assoc and f.has("symptom_generic", "chest_any") and not f.has("burn", "hives", "trauma"):
+        return f"chest + {assoc.matched}"
     return None
 
 
@@ -199,11 +210,23 @@ def _obstetric(f: Findings) -> str | None:
 
 
 def _poisoning(f: Findings) -> str | None:
-    return _sign("overdose")(f)
+    if (s := f.has("overdose")):
+        return s.matched
+    extra = f.has("extra_dose")
+    if extra and (f.child or f.has("high_risk_drug") or f.has("dizzy", "drowsy", "vomiting", "collapse", "confusion",
+                                                           "fast_heart", "bleeding_any")):
+        return f"extra dose: {extra.matched}"
+    return None
 
 
 def _carbon_monoxide(f: Findings) -> str | None:
     src = f.has("co_source")
+    weak = f.has("co_weak_source")
+    sym = f.has("co_symptom", "collapse", "confusion", "hard_to_wake")
+    if (src or weak) and sym and f.has("better_away"):
+        return f"{(src or weak).matched}: symptoms better away from home"
+    if weak and sym and f.has("many_ill"):
+        return f"{weak.matched} + several people ill"
     if not src:
         return None
     if (sym := f.has("co_symptom", "collapse", "confusion", "hard_to_wake")):
@@ -256,7 +279,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "suicide_self_harm": (_sign("suicidal"),),
     "airway_breathing": (_sign("breathing_severe"), _spo2),
     "anaphylaxis": (_swelling_after_allergen,),
-    "cardiac_chest_pain": (_sign("chest_cardiac"),),
+    "cardiac_chest_pain": (_cardiac,),
     "stroke": (_sign("stroke_focal"),),
     "major_bleeding": (_sign("bleeding_major"), _anticoagulated_bleed, _gi_or_nose),
     "collapse": (_syncope_red_flags,),

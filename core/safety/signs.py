@@ -76,6 +76,8 @@ SIGNS: dict[str, list[str]] = {
         r"\b(?:having|is having)\s+a\s+stroke\b|\bthink\b.{0,20}\bstroke\b",
         r"\bface\s+drooping\b|\bspeech가\b|\bslurred해",
         r"무슨\s*말인지.{0,10}못\s*알아듣|\b(?:face|arm|leg)\b.{0,25}\bnot\s+working\b",
+        r"\b(?:smile|face|mouth)\s+(?:looks?\s+)?(?:uneven|off|lopsided|crooked)\b|\bdropping\s+(?:his|her|my)?\s*(?:fork|spoon|cup|things)\b",
+        r"(?:손|팔|다리)이?\s*내\s*(?:손|팔|다리)\s*같지\s*않|얼굴\s*(?:왼쪽|오른쪽|한쪽)이?\s*(?:저려|마비|감각)",
     ],
     # --- thunderclap headache (NICE CG150) ---
     "thunderclap": [
@@ -88,6 +90,7 @@ SIGNS: dict[str, list[str]] = {
         r"\bheadache\b.{0,40}\b(?:came on|hit)\b.{0,20}\b(?:seconds|instantly|in under a minute|like a thunderclap)",
         r"\bworst\s+ever\b.{0,20}\bhead|\bhead\b.{0,30}\bworst\s+ever\b",
         r"\bsud+en(?:ly)?\s+(?:terr?ible|awful|horrible)\s+headach\w*|\bcame\s+on\s+(?:instantly|in\s+seconds)\b",
+        r"뒤통수를?\s*(?:맞은|때린)|머리.{0,8}(?:빵|펑)\s*터|\bheadache\s+like\s+a\s+bang\b|\bworst\s+(?:i'?ve|i\s+have)\s+(?:ever\s+)?had\b",
     ],
     "headache_explosive": [
         r"머리가\s*(?:깨질|쪼개질|터질)\s*(?:듯|것\s*같|거\s*같)",
@@ -110,6 +113,9 @@ SIGNS: dict[str, list[str]] = {
         r"\beye\b.{0,25}\b(?:painful|pain)\b.{0,30}\b(?:blurr\w*|vision)",
         r"\bsud+en(?:ly)?\b.{0,10}\b(?:can'?t|cant)\s+see\b|\bpart\s+of\s+my\s+vision\b|\bshower\s+of\s+floaters\b|\bvision\b.{0,10}\bmissing\b",
         r"눈.{0,6}curtain|curtain.{0,12}눈|\bone\s+eye\s*안\s*보",
+        r"\b(?:half|part)\s+(?:of\s+|the\s+)?(?:the\s+)?(?:vision|sight)\b|\bblind\s+in\s+(?:one|my|his|her|the)\b|\bvision\b.{0,25}\b(?:suddenly|went|gone)\b.{0,12}\b(?:blurr\w*|dark|black|grey|gray|dim)\b",
+        r"시야(?:가|의)?\s*(?:반|절반|일부)|갑자기.{0,15}(?:흐려|뿌옇|뿌예|침침).{0,12}(?:안\s*보|보이지|거의\s*안)|(?:검은|까만)\s*(?:그림자|커튼|막)|\bdark\s+shadow\b|\blost\s+(?:the\s+)?(?:sight|vision)\s+in\b|\bvison\b",
+        r"\bone\s+eye\b.{0,10}안\s*보|눈\s*앞이\s*(?:새까|까매|캄캄|깜깜)",
     ],
     # --- airway and breathing (BTS/SIGN asthma life-threatening features; RCUK choking) ---
     "breathing_severe": [
@@ -139,14 +145,15 @@ SIGNS: dict[str, list[str]] = {
         r"\bstuck\s+in\s+(?:my|his|her)\s+throat\b.{0,30}\bbreath",
         r"\bbreathing\s+(?:really\s+)?(?:fast|rapidly)\b.{0,30}\b(?:can'?t|drowsy|talk|blue)|\bhigh[- ]pitched\s+noise\s+when\s+breathing",
         r"\bisn'?t\s+getting\s+better\b.{0,30}\b(?:puffs?|inhaler)|(?:흡입기|벤토린|inhaler).{0,10}(?:소용(?:이)?\s*없|효과(?:가)?\s*없)",
+        r"말이\s*끊겨|\bshort\s+of\s+breth\b",
     ],
     # --- anaphylaxis (RCUK 2021: airway / breathing / circulation problems after exposure) ---
     "anaphylaxis": [
         r"목구멍이\s*(?:좁아|막히|조여)|두드러기.{0,40}(?:쌕쌕|숨|어지|쓰러|축\s*처)",
         r"\bhives\b.{0,50}\b(?:wheez\w*|can'?t\s+breathe|throat|faint\w*|dizz\w*|pass\s+out|floppy|swallow|voice)",
         r"\ballerg\w*\b.{0,100}\b(?:throat|tongue|lips?)\b.{0,25}\b(?:swell\w*|swollen|tight\w*|closing|itchy)",
-        r"(?:목|혀|입술|얼굴|목구멍|눈|입안)(?:이|가|도|까지|이랑)?\s*.{0,8}(?:부어|붓고|부었|붓는|부풀|조여|조이|두꺼워).{0,25}(?:숨|호흡|삼키|말이|말하기|목소리|쌕쌕)",
-        r"아나필락시스|알레르기.{0,15}(?:쇼크|숨이|호흡)|목(?:이|구멍이)\s*(?:막히|조여|조이|부어\s*올|붓)",
+        r"(?:(?<![손발])목|혀|입술|얼굴|목구멍|(?<![가-힣])눈|입안)(?:이|가|도|까지|이랑)?\s*.{0,8}(?:부어|붓고|부었|붓는|부풀|조여|조이|두꺼워).{0,25}(?:숨|호흡|삼키|말이|말하기|목소리|쌕쌕)",
+        r"아나필락시스|알레르기.{0,15}(?:쇼크|숨이|호흡)|(?<![손발])목(?:이|구멍이)\s*(?:막히|조여|조이|부어\s*올|붓)",
         r"(?:벌에|벌한테|벌한테서|벌)\s*쏘.{0,30}(?:숨|어지|온몸|목이|입술|얼굴|쓰러)",
         r"(?:숨|호흡).{0,15}(?:얼굴|입술|목|혀)(?:이|가|도)?\s*(?:부어|붓|부풀)",
         r"온몸에\s*두드러기.{0,25}(?:숨|어지|부어|붓|토)",
@@ -157,6 +164,7 @@ SIGNS: dict[str, list[str]] = {
         r"\b(?:bee|wasp|hornet)\s+sting\w*\b.{0,60}\b(?:swell\w*|breath\w*|dizz\w*|hives|faint|cramp\w*|throwing)|\b(?:stung)\b.{0,60}\b(?:hives|faint|dizzy|swelling|breath)",
         r"\bhives\s+all\s+over\b.{0,40}\b(?:breath\w*|dizz\w*|faint\w*|swell\w*|voice|swallow)",
         r"\btongue\s+(?:feels\s+)?thick\b|\bvoice\s+(?:is\s+)?(?:hoarse|changing)\b.{0,30}\bthroat",
+        r"\bthroat\b.{0,25}\bclosing\b",
     ],
     # --- major bleeding (NICE CG141, NG232) ---
     "bleeding_major": [
@@ -183,6 +191,7 @@ SIGNS: dict[str, list[str]] = {
         r"\b(?:still|keeps?)\s+bleeding\b|\bbleeding\s+(?:still|heavily)\b|\bstabbed\b",
         r"\bpeeing\b.{0,25}\b(?:pure\s+)?blood\b|\bblood\b.{0,20}\b(?:from\s+my\s+back\s+passage|pouring)",
         r"짜장(?:면)?\s*같은.{0,10}변",
+        r"피가?\s*섞여\s*(?:나오|토)|커피색|(?:bleeding|출혈|피)\S*.{0,15}안\s*멈",
     ],
     "nosebleed": [r"코피|코에서\s*피|\bnose\s*-?bleed\w*|\bnose\s+(?:has\s+been\s+|is\s+)?bleed\w*|\bnose\s+bled\b"],
     "head_injury": [
@@ -205,6 +214,7 @@ SIGNS: dict[str, list[str]] = {
         r"\b(?:won'?t|will not|can'?t|cannot|cant|wont)\s+(?:wake|come\s+round)\b|\bnot\s+waking\s+up\b|\bhard\s+to\s+wake\b|\bcan'?t\s+wake\b",
         r"\bnot\s+(?:responding|answering)\b|\bisn'?t\s+(?:answering|responding|opening\s+(?:his|her)\s+eyes)\b|\bnot\s+opening\s+(?:his|her)\s+eyes\b",
         r"흔들어도\s*안\s*깨|\bdropped\s+suddenly\b|\b(?:isn'?t|not|stopped)\s+breathing\b|숨을?\s*안\s*쉬(?:어|는)|숨을\s*멈춘",
+        r"불러도.{0,10}(?:눈을?\s*(?:잘\s*)?(?:못|안)\s*뜨|반응)",
     ],
     # --- sudden confusion (NHS: sudden confusion / delirium) ---
     "confusion": [
@@ -220,6 +230,7 @@ SIGNS: dict[str, list[str]] = {
         r"\bconfused\b.{0,30}\b(?:suddenly|today|since this morning|all of a sudden)|\b(?:getting|more\s+and\s+more)\s+confused\b",
         r"주소도?\s*기억(?:을)?\s*못|이름도?\s*(?:기억|말)(?:을)?\s*(?:제대로\s*)?못|이상한\s*(?:소리|말|행동)",
         r"\bdisoriented\b|말(?:씀)?을?\s*(?:잘\s*)?못\s*알아들|\bdon'?t\s+know\s+where\s+(?:i|he|she)\s+(?:am|is)\b",
+        r"몇\s*(?:년도|월|일)인지\s*모르|이름(?:으로|을)?\s*(?:헷갈|잘못\s*부르)|언니\s*이름으로\s*부르|\bwhat\s+(?:year|day)\s+it\s+is\b|\bthinks\s+(?:i'?m|it'?s)\b|\bnot\s+making\s+(?:much\s+)?sense\b",
     ],
     # --- seizure (NICE NG217) ---
     "seizure": [
@@ -235,6 +246,8 @@ SIGNS: dict[str, list[str]] = {
         r"\bseizure\s+(?:has\s+gone\s+on|lasting|for)\b|\bfebrile\s+seizure\b.{0,20}\b(?:won'?t|not)\s+stop|\bseizure\b.{0,10}(?:중|안\s*멈)|\bjerking\s+all\s+over\b|\bbit\s+my\s+tongue\b.{0,25}\b(?:wet|came\s+round|woke|floor)",
         r"\bseizure\s+(?:stopped\s+and\s+)?(?:then\s+)?started\s+again\b|\bduring\s+(?:a|his|her|my)\s+seizure\b|\b(?:had|having)\s+(?:\w+\s+){0,3}seizures?\b",
         r"경련\s(?:을|이|하|중|해)",
+        r"(?:쓰러|collaps\w*|dropped|fell)\b.{0,30}(?:떨(?:고|면서|어요)|부들|\bshak\w*|\bjerk\w*|\btwitch\w*|\bconvuls\w*)",
+        r"(?:쓰러지(?:더니|고|면서)|쓰러져서).{0,20}(?:떨|부들|경련)",
     ],
     # --- suicide and self-harm (NICE NG225) ---
     "suicidal": [
@@ -255,6 +268,8 @@ SIGNS: dict[str, list[str]] = {
         r"\bself[- ]harm\w*|\b(?:hurt|hurting|cut|cutting|harm|harming)\s+myself\b|\btake\s+my\s+(?:own\s+)?life\b|\burge\s+to\s+cut\b",
         r"\bnot\s+worth\s+living\b|\bdisappear\s+forever\b|\b(?:cut|slit|sliced|slashed)\s+(?:my|his|her)\s+(?:wrists?|forearm|arms?)\b|\b(?:cut|slit)\s+(?:her|his)\s+wrists\b",
         r"\bwant\s+to\s+disappear\b|\blooked\s+up\s+how\b",
+        r"\bending\s+things\b|\bend\s+things\b|\bcan'?t\s+go\s+on\b|\bsleep\s+(?:forever|and\s+never\s+wake)\b|\bgoodbye\s+to\s+everyone\b|\bkil+\s+myself\b",
+        r"살\s*의미가?\s*없|죽으면\s*편할|(?:더\s*(?:이상|는)\s*)?못\s*살겠|다\s*놓고\s*싶|끝낼\s*거|끝내겠|죽고\s*십",
     ],
     # --- poisoning and overdose ---
     "overdose": [
@@ -275,12 +290,14 @@ SIGNS: dict[str, list[str]] = {
         r"\b(?:took|swallowed|taken)\s+(?:like\s+|about\s+|around\s+|maybe\s+)?\d+\s+of\s+(?:my|his|her|the)\b",
         r"\b(?:drank|swallowed|ingested)\s+(?:some\s+)?(?:bleach|antifreeze|poison|pesticide|weed\s*killer|drain\s+cleaner)\b|\bpoisoned\b",
         r"\b(?:swallowed|swalowed|ate|got\s+into)\b.{0,25}\b(?:pills|tablets|medicine|meds)\b|\b(?:pills|tablets)\b.{0,20}\bthree\s+times\b",
-        r"(?:알약|(?<![가-힣])약|(?<![가-힣])약을).{0,6}(?:삼켰|삼킨|먹어\s*버)|(?:혈압약|당뇨약|약).{0,10}(?:실수로|모르고).{0,15}(?:먹|드셨)|(?:실수로|모르고).{0,20}(?:두\s*(?:번|배)|세\s*번).{0,10}(?:먹|드셨|드시)",
-        r"\b(?:accidentally|by\s+mistake|double\s+dosed)\b.{0,40}\b(?:took|taken|pills|tablets|dose|times|warfarin)\b|\btook\s+(?:her|his|my)\s+\w+\s+(?:pills\s+)?(?:twice|three\s+times)\b",
+        r"(?:알약|(?<![가-힣])약|(?<![가-힣])약을).{0,6}(?:삼켰|삼킨|먹어\s*버)",
         r"(?:야생\s*)?버섯(?:을)?.{0,20}(?:드셨|먹었|드시고|먹고).{0,20}(?:토|설사|땀)|\bmushrooms?\b.{0,40}\b(?:vomit\w*|diarrh\w*|sweat\w*)",
         r"(?:한\s*움큼|한\s*통|한통|잔뜩|왕창)\s*(?:을|를)?\s*(?:다\s*)?(?:먹었|삼켰|드셨|먹엇)",
         r"(?:button\s+batter\w*|건전지|배터리|자석|\bmagnets?\b).{0,12}(?:삼켰|삼킨|먹었|swallow\w*)|\bswallowed\s+(?:a\s+|some\s+)?(?:건전지|배터리|battery|button|magnets?)",
         r"\b(?:pills|tablets)\b.{0,6}(?:잔뜩|왕창|한\s*움큼)",
+        r"약을?\s*(?:너무|넘)\s*많이\s*(?:먹었|먹엇|삼켰)|\btook\s+(?:more|way\s+more)\b.{0,25}\bthan\s+I\s+should\b|\bmedicine\s+cabinet\b|\b(?:necked|downed)\s+(?:a\s+load\s+of|a\s+bunch\s+of|loads\s+of)?\s*pills\b",
+        r"(?:세제\s*캡슐|세탁\s*캡슐)(?:을)?\s*(?:깨물|먹|삼)|\bswallowed\s+(?:some\s+)?(?:tablets|pills)\b|\bpils\b|약통을?\s*열어서",
+        r"\b(?:eaten|eat|drunk|drank|swallowed)\b.{0,25}\b(?:sleeping\s+(?:tablets|pills)|pills|tablets|medicine)\b|\b(?:eaten|drunk|drank|swallowed)\b.{0,25}(?:락스|세제|농약)",
     ],
     # --- sepsis (NICE NG51, CG151) ---
     "sepsis_word": [
@@ -307,27 +324,34 @@ SIGNS: dict[str, list[str]] = {
         r"목(?:이|덜미|\s*뒤|\s*뒤가)?\s*(?:가|이)?\s*(?:너무\s*)?(?:뻣뻣|굳|돌처럼|경직)|고개(?:를|가)?\s*(?:못|안)\s*숙|턱이\s*가슴에\s*안\s*닿|목을?\s*(?:못\s*굽|젖혀)|목\s*뒤가\s*굳",
         r"\bstif+\s+neck\b|\bneck\b.{0,12}\b(?:is\s+|feels\s+|so\s+)?(?:stiff|rigid|locked)\b|\b(?:can'?t|cannot|cant)\s+(?:bend|move|flex)\s+(?:my|his|her)\s+neck\b|\bchin\s+(?:on|to)\s+(?:my|his|her)\s+chest\b|\bcan'?t\s+look\s+down\b",
         r"목(?:이|을)?\s*(?:안|못)\s*(?:숙|굽)",
+        r"목을?\s*숙이면\s*아프",
     ],
     "photophobia": [
         r"눈(?:이)?\s*부시|눈부시|빛(?:을|이)?\s*(?:보면|싫|못\s*보|눈부)|불(?:을|빛을?)?\s*(?:끄래|보면)|커튼을\s*쳐",
         r"\blight\b.{0,10}\b(?:hurts|killing|painful)\b|\bsensitiv\w*\s+to\s+light\b|\bphotophobia\b|\bcan'?t\s+(?:stand|bear|tolerate)\s+(?:the\s+)?(?:bright\s+)?light|\b(?:wants?|want)\s+the\s+(?:lights?\s+off|curtains\s+(?:shut|closed))|\blights?\s+are\s+killing",
+        r"불을?\s*(?:꺼\s*달|끄라|끄래)",
     ],
     "nonblanching_rash": [
         r"(?:눌러도|컵으로\s*눌러도|유리컵.{0,10}|glass\s*test\s*에서)\s*(?:안|색이\s*안)\s*(?:없어|사라|빠지|지워)|안\s*없어짐|보라색\s*(?:반점|점)|멍\s*같은\s*(?:발진|반점)|자반|붉은\s*점.{0,15}(?:늘어|퍼지)",
         r"\b(?:doesn'?t|does\s+not|won'?t|didn'?t|don'?t|dont|not)\s+(?:fade|blanch|disappear)|\bnon-?blanching\b|\bpurple\s+(?:spots|rash|blotches)\b|\bbruise-like\s+rash\b|\bpin\s*-?prick\s+spots\b|\bred\s+spots\b.{0,20}\bspreading\b",
+        r"\b(?:dosent|dosen'?t|does'?nt|wont)\s+(?:fade|blanch)",
     ],
     "fontanelle": [r"숫구멍.{0,6}(?:볼록|튀어|부풀)|\bsoft\s+spot\b.{0,20}\b(?:bulging|swollen)|\bbulging\s+(?:soft\s+spot|fontanelle)|\bsoft\s+spot이?\s*bulging", r"\bsoft\s+spot\b.{0,40}\b(?:bulging|swollen)"],
     # --- obstetric (NICE NG126, NG133; RCOG GTG 57) ---
     "vaginal_bleeding": [
         r"하혈|피가\s*(?:많이|마니|계속)?\s*(?:나|비쳐|쏟)|출혈|패드가\s*(?:금방\s*)?젖|덩어리",
         r"\bbleed\w*\b|\bclots\b|\bsoaking\s+a\s+pad\b",
+        r"피가\s*(?:생리처럼|좀\s*많이|비치)|\bspotting\s+heavily\b|\bbleeding\s+quite\s+a\s+lot\b",
     ],
     "reduced_fetal_movement": [
         r"태동(?:이)?\s*(?:이\s*)?(?:없|줄|안\s*느|거의\s*없|약해|확\s*줄)|아기가\s*(?:오늘\s*)?(?:하루\s*종일|반나절째)?\s*(?:안\s*(?:움직|놀)|움직이지)|태동이\s*없어",
         r"\b(?:baby|babys|baby'?s)\b.{0,25}\b(?:hasn'?t|not|stopped|isn'?t)\s+mov\w*|\b(?:movements?)\b.{0,20}\b(?:slowed|reduced|less|stopped)\b|\bfetal\s+movement\b.{0,20}\b(?:거의|없|less|reduced|absent)|\bhasn'?t\s+moved\b",
         r"태동(?:이)?.{0,12}(?:줄었|줄어|없어|약해|안\s*느)|\bfetal\s+movement\b.{0,20}(?:거의\s*없|없|less|reduced|absent)|아기가\s*(?:안\s*놀|안\s*움직)",
+        r"(?:아기|태아)(?:가)?.{0,15}(?:덜\s*움직|거의\s*안\s*움직|움직임이\s*(?:줄|약해|없))|태동이?\s*(?:약해|줄)",
+        r"\b(?:baby|babys|baby'?s)\b.{0,30}\b(?:quieter|less\s+active|not\s+kicking|stopped\s+kicking|barely\s+moved|hardly\s+moving|not\s+moving\s+much)\b|\b(?:no|fewer|less)\s+kicks\b",
+        r"\bhaven'?t\s+felt\s+(?:the\s+)?baby\s+move\b",
     ],
-    "waters_broken": [r"양수(?:가)?\s*(?:터|새|흘)|물이\s*(?:주르륵|줄줄)|\bwaters?\s+(?:have\s+|has\s+|just\s+)?(?:broken|broke|breaking)|\bfluid\s+is\s+leaking\b|\bwater\s+just\s+broke\b"],
+    "waters_broken": [r"양수(?:가)?\s*(?:터|새|흘)|물이\s*(?:주르륵|줄줄)|\bwaters?\s+(?:have\s+|has\s+|just\s+)?(?:broken|broke|breaking)|\bfluid\s+is\s+leaking\b|\bwater\s+just\s+broke\b", r"\bgush\s+of\s+(?:fluid|water)\b|\bleaking\s+fluid\b|물\s*같은\s*(?:게|것이)\s*(?:계속\s*)?(?:흘|새|나와)"],
     "one_sided_pelvic_pain": [
         r"(?:한쪽|오른쪽|왼쪽)\s*(?:아랫)?배(?:를|가)?.{0,12}(?:아프|아파|통증|찢어질|움켜|stabbing)|한쪽\s*배가?\s*(?:넘|너무)?\s*아프",
         r"\b(?:one[- ]sided|one\s+side|left\s+side|right\s+side|on\s+my\s+(?:left|right)\s+side)\b.{0,30}\b(?:pain|cramp\w*)|\bpain\b.{0,20}\b(?:on\s+one\s+side|low\s+down\s+on\s+one\s+side|one\s+side)\b|\bdoubled\s+over\b",
@@ -338,12 +362,13 @@ SIGNS: dict[str, list[str]] = {
     "preeclampsia": [
         r"눈앞이\s*번쩍|앞이\s*(?:흐릿|흐려)|얼굴(?:이랑|과)?\s*손(?:이)?\s*(?:갑자기\s*)?부|명치\s*아래가?\s*(?:너무\s*)?아프",
         r"\bflashing\s+lights\b|\bvision\s+(?:is\s+)?blurry\b|\bblurry\s+vision\b|\b(?:face|hands)\b.{0,20}\bsuddenly\s+swell\w*|\bpain\s+under\s+my\s+ribs\b",
+        r"눈앞에?\s*(?:별|번쩍|점)|손발이?\s*(?:퉁퉁|많이)\s*부|얼굴이?\s*(?:퉁퉁|갑자기)\s*부|\bseeing\s+(?:spots|stars)\b|\bswollen\s+face\b|\bface\s+(?:is\s+)?(?:swollen|puffy)\b",
     ],
     "contractions": [r"규칙적으로\s*배가?\s*뭉치|배가?\s*(?:딱딱하게\s*)?뭉치고\s*아파|\bregular\s+(?:painful\s+)?(?:tightenings|contractions)\b"],
     "postpartum": [r"출산(?:하고|한\s*지|\s*후)|제왕절개|낳은\s*지|\bgave\s+birth\b|\bgiving\s+birth\b|\bafter\s+(?:my\s+)?(?:c-?section|delivery)\b|\bc-?section\b"],
     "calf_breathless": [r"종아리(?:가)?\s*붓.{0,10}숨|\bcalf\b.{0,25}\bswollen\b.{0,30}\bbreath"],
     # --- diabetic emergencies (NICE NG17/NG18; NHS hypoglycaemia) ---
-    "meter_hi": [r"(?:혈당(?:기|측정기)?|meter|glucometer|blood\s*sugar)\D{0,12}\bHI\b|\bHI\s*(?:라고|로|뜨|찍)|\bmeter\s+(?:just\s+)?says\s+HI\b|\bsays\s+HI\b"],
+    "meter_hi": [r"(?:혈당(?:기|측정기)?|meter|glucometer|blood\s*sugar|sugar)\D{0,12}\bHI\b|\bHI\s*(?:라고|로|뜨|찍)|\bmeter\s+(?:just\s+)?says\s+HI\b|\bsays\s+HI\b"],
     "fruity_breath": [r"과일\s*냄새|아세톤\s*냄새|단\s*냄새가?\s*(?:나|입)|\bfruity\s+breath\b|\bbreath\b.{0,20}\b(?:smells?\s+(?:fruity|sweet|like\s+(?:nail\s+polish|pear\s+drops|acetone)))|\bbreath\s+smells?\s+fruity\b"],
     "ketones": [r"케톤|\bketones?\b|\bketoacidosis\b|\bdka\b"],
     "hypo_word": [r"저혈당|\bhypo\b|\bhypoglyc\w*|\blow\s+(?:blood\s+)?sugar\b|\bsugar\s+is\s+(?:really\s+)?low\b"],
@@ -356,9 +381,9 @@ SIGNS: dict[str, list[str]] = {
     "deep_breathing": [r"숨을\s*(?:깊고\s*빠르게|크게\s*몰아)|\bbreath\w*\s+(?:deep\s+and\s+fast|heavily)\b|\bdeep\s+(?:and\s+)?(?:fast|rapid)\s+breath"],
     "abdominal_pain": [r"배(?:가|를)?.{0,10}(?:아프|아파|아퍼)|\b(?:belly|stomach|tummy|abdomen)\b.{0,20}\b(?:pain\w*|hurts?|ache|agony)|\bhurts?\b.{0,20}\b(?:belly|stomach|tummy)\b|복통|\b(?:belly|stomach|tummy|abdominal|abdomen)\s*(?:pain|ache|hurts?)|\bpain\b.{0,15}\b(?:belly|stomach|abdomen|tummy)\b"],
     # --- paediatric red flags (NICE NG143) ---
-    "floppy": [r"축\s*(?:늘어|처)|축처져|늘어져|처져서|\bfloppy\b|\blimp\b|\blethargic\b|\bunresponsive\b"],
+    "floppy": [r"축\s*(?:늘어|처)|축처져|늘어져|\bfloppy\b|\blimp\b|\bunresponsive\b"],
     "hard_to_wake": [r"깨워도|잘\s*안\s*깨|안깨요|눈도\s*잘\s*못\s*뜸|\bhard\s+to\s+wake\b|\bwon'?t\s+wake\b|\bwont\s+wake\b|\bbarely\s+opens?\b|\bnot\s+(?:really\s+)?responding\b"],
-    "no_wet_nappies": [r"기저귀(?:가)?.{0,12}(?:말라|안\s*젖|안젖|마른)|소변을?\s*한\s*번도\s*안|\bno\s+wet\s+(?:nappies|diapers)\b|\b(?:hasn'?t|not)\s+(?:peed|wee'?d)\b|\bdry\s+(?:nappies|diapers)\b"],
+    "no_wet_nappies": [r"기저귀(?:가)?.{0,12}(?:말라|안\s*젖|안젖|마른)|소변을?\s*한\s*번도\s*안|\bno\s+wet\s+(?:nappies|diapers)\b|\b(?:hasn'?t|not)\s+(?:peed|wee'?d)\b|\bdry\s+(?:nappies|diapers)\b", r"\bhasn'?t\s+had\s+a\s+wet\s+(?:nappy|diaper)\b"],
     "no_tears": [r"눈물이?\s*(?:안\s*나|없)|\bno\s+tears\b|\bwithout\s+tears\b"],
     "grunting": [r"끙끙|그렁|\bgrunt\w*\b"],
     "green_vomit": [r"초록색\s*토|녹색\s*토|\bgreen\b.{0,10}\b(?:vomit|bile|sick)\b|\bvomiting\s+green\b"],
@@ -370,6 +395,7 @@ SIGNS: dict[str, list[str]] = {
         r"번개탄|연탄|숯불|숯|가스\s*(?:보일러|난로|히터|레인지)|보일러|난로|히터|발전기|시동(?:을)?\s*(?:켜|걸)|일산화탄소|경보기|텐트.{0,10}(?:난로|버너)",
         r"\bcharcoal\b|\bgas\s+(?:heater|fire|boiler)\b|\bboiler\b|\bheater\b|\bgenerator\b|\bengine\s+running\b|\bcar\s+running\b|\bcarbon\s+monoxide\b|\bco\s+(?:alarm|detector)\b|\bcamping\s+stove\b|\bindoor\s+bbq\b|\bstove\b",
         r"연기를?\s*(?:많이\s*)?(?:마신|마셨|들이마)|\bbreathed\s+in\s+(?:a\s+lot\s+of\s+)?smoke\b|\bsmoke\s+inhalation\b",
+        r"co\s*(?:알람|경보)",
     ],
     "co_symptom": [
         r"두통|머리(?:가)?\s*(?:아프|아파|지끈|깨질)|어지러|어지럽|토해|토하|토함|메스꺼|구역|졸려|잘\s*안\s*깨|헛소리|정신이\s*멍|쓰러질|속이\s*메스",
@@ -380,10 +406,11 @@ SIGNS: dict[str, list[str]] = {
     # --- burns (NHS, British Burn Association) ---
     "burn": [r"화상|데었|데엇|데어|데였|덴\s|데인|탔어|익은\s*듯|감전|\bburnt\b|\bburned\b|\bburnin?g?\s+like\b|\bscald\w*|\bburns?\s+(?:on|to|from|mark)\b|\ba\s+(?:large\s+|big\s+)?(?:white\s+)?(?:blistered\s+)?burn\b|\bburn\s+(?:mark|injury|blister|on)\b|\belectric\s+shock\b|\bgot\s+a\s+shock\b|\bsingeing\b|\bsinged\b|\bburn\b(?!s)",
              r"끓는\s*물|뜨거운\s*(?:물|기름|커피|국물|라면)|기름이?\s*튀|불이?\s*(?:옷에\s*)?(?:옮겨|붙)|\bboiling\s+water\b|\bhot\s+(?:oil|water|coffee|soup|tea)\b|\bclothes\s+caught\s+fire\b|\bhouse\s+fire\b|\bfirework\b",
-             r"(?<![가-힣])산(?:이)?.{0,8}(?:쏟|튀)|\b(?:industrial|battery|hydrochloric|sulph?uric)\s+acid\b|\bacid\b.{0,15}\b(?:spill\w*|splash\w*)|\b(?:spill\w*|splash\w*)\b.{0,20}\bacid\b|\bdrain\s+cleaner\b|(?:락스|세제|표백제).{0,10}튀|\bhot\s+(?:\w+\s+)?(?:soup|water|oil|coffee|tea|drink)\b|\bsocket\b|콘센트"],
+             r"(?<![가-힣])산(?:이)?.{0,8}(?:쏟|튀)|\b(?:industrial|battery|hydrochloric|sulph?uric)\s+acid\b|\bacid\b.{0,15}\b(?:spill\w*|splash\w*)|\b(?:spill\w*|splash\w*)\b.{0,20}\bacid\b|\bdrain\s+cleaner\b|(?:락스|세제|표백제).{0,10}튀|\bhot\s+(?:\w+\s+)?(?:soup|water|oil|coffee|tea|drink)\b|\bsocket\b|콘센트", r"\bburnd\b|\bgrease\s+fire\b|\bscald\b"],
     "burn_severe": [
         r"얼굴|손\s*전체|두\s*팔|가슴|등에?\s*넓게|다리\s*전체|목이랑|생식기|하얗게|까맣게|그을|아프지가\s*않|물집(?:이)?\s*(?:크게|엄청|터지)|전체|감전|산(?:이)?\s*쏟|락스|세제|피부가?\s*벗겨|목소리가\s*쉬",
         r"\bface\b|\bwhole\s+(?:hand|arm|leg|thigh)\b|\bhole\s+arm\b|\bchest\b|\bback\b|\bgenital|\bwhite\b|\bcharred\b|\bdoesn'?t\s+(?:even\s+)?hurt\b|\b(?:big|huge|large)\s+(?:blisters?|burn)|\bblisters\s+(?:have\s+)?burst\b|\belectric\w*|\bshock\b|\bsocket\b|콘센트|\bacid\b(?!\s+reflux)|\bchemical\b|\bdrain\s+cleaner\b|\bpeeling\b|\bhoarse\b|\bsinged\b|\bboth\s+arms\b",
+        r"물집(?:이)?\s*(?:커|장난|엄청|넓)|\bblisters?\s+(?:are\s+)?huge\b|blister\S*\s*(?:가)?\s*엄청|두\s*다리|넓게|다\s*익|\bblistred\b|\bpeeling\b",
     ],
     # --- acute abdomen (NHS stomach ache, testicular torsion) ---
     "abdomen_severe": [
@@ -393,6 +420,7 @@ SIGNS: dict[str, list[str]] = {
         r"\b(?:sudden|severe|stabbing|tearing|agonising|worst|ripping)\b.{0,15}\b(?:belly|stomach|abdominal|tummy)\s+pain\b|\b(?:tearing|ripping)\s+pain\b.{0,30}\b(?:belly|abdomen|back)\b",
         r"\bhurts\s+(?:even\s+)?more\s+when\s+i\s+let\s+go\b|\bno\s+wind\b|\bcan'?t\s+pass\s+gas\b|\brolling\s+around\b.{0,20}\b(?:stomach|belly)\b|\bclutching\s+(?:his|her|my)\s+stomach\b",
         r"rigid해|\brigid\b",
+        r"배가?\s*(?:점점\s*)?딱딱해|허리를?\s*못\s*펴|\bunbearable\b|\bcan'?t\s+(?:stand|stand\s+up)\s+straight\b|\bbelly\s+(?:is\s+)?(?:hard|rock\s+hard)\b",
     ],
     "testicular": [r"고환|\btestic\w*|\btesticle\b"],
     "sudden": [
@@ -403,14 +431,24 @@ SIGNS: dict[str, list[str]] = {
     "trauma": [r"교통사고|넘어졌|넘어지|떨어졌|부딪|사고(?:가)?\s*났|\baccident\b|\bfell\b|\bcrash\w*|\bbump(?:ed)?\b|\bhit\s+by\b"],
     "diabetic": [r"당뇨|1형|2형|\bdiabet\w*|\btype\s*[12]\b|\bt1d\b|\binsulin\b|인슐린"],
     "allergen": [
-        r"(?:땅콩|견과|새우|게|갑각류|계란|달걀|우유|밀가루|복숭아|키위|해산물|조개|메밀|조영제|항생제|페니실린|주사|약)(?:을|를|이|가)?\s*(?:먹고|먹었|먹은|맞고|맞은|드시고|삼키)|벌에?\s*쏘|알레르기",
-        r"\b(?:ate|eating|eaten|after)\b.{0,25}\b(?:peanuts?|nuts?|cashews?|shrimp|prawns?|shellfish|egg|milk|kiwi|sesame|seafood|crab)\b|\b(?:stung|sting)\b|\ballerg\w*|\bcontrast\s+dye\b|\binjection\b|\bnew\s+(?:pill|medicine|medication)\b|\bepi-?pen\b",
+        r"(?:땅콩|견과|새우|게|갑각류|계란|달걀|우유|밀가루|복숭아|키위|해산물|조개|메밀|조영제|항생제|페니실린|주사|약|shrimp|peanuts?|nuts?|egg|milk)\S{0,6}\s*(?:\S+\s+)?(?:먹고|먹었|먹은|맞고|맞은|드시고|삼키)|벌에?\s*쏘|알레르기",
+        r"\b(?:ate|eating|eaten|after)\b.{0,25}(?:\b(?:peanuts?|nuts?|cashews?|walnuts?|shrimp|prawns?|shellfish|egg|milk|kiwi|sesame|seafood|crab)\b|땅콩|새우|계란|견과)|\b(?:stung|sting)\b|\ballerg\w*|\bcontrast\s+dye\b|\binjection\b|\bnew\s+(?:pill|medicine|medication)\b|\bepi-?pen\b",
     ],
-    "face_swelling": [r"(?:입술|혀|목구멍|얼굴|눈|입안)(?:이|가|과|이랑|도)?.{0,6}(?:부어|붓|부풀|퉁퉁|두꺼워)|목이\s*(?:막히|막힌|조여|조이)|\b(?:lips?|tongue|throat|face|eyes)\b.{0,15}\b(?:swell\w*|swollen|puffy|thick)\b|\bpuffy\s+(?:lips|eyes|face)\b"],
+    "face_swelling": [r"(?:입술|혀|목구멍|얼굴|(?<![가-힣])눈|입안|입\s*주변)(?:이|가|과|이랑|도)?.{0,6}(?:부어|붓|부풀|퉁퉁|두꺼워)|목이\s*(?:막히|막힌|조여|조이)|\b(?:lips?|tongue|throat|face|eyes)\b.{0,15}\b(?:swell\w*|swollen|puffy|thick)\b|\bpuffy\s+(?:lips|eyes|face)\b"],
     "wheeze": [r"쌕쌕|\bwheez\w*|\bcough\w*\b|기침|\bhoarse\b|목소리가?\s*(?:쉬|변)|\bbp\s+dropped\b|\bblood\s+pressure\s+dropped\b|혈압이\s*떨어"],
     "rlq_pain": [r"오른쪽\s*아랫배|\blower\s+right\b|\bright\s+lower\b|걸을\s*때\s*(?:울려|아파)|\bhurts\s+to\s+walk\b|배꼽\s*(?:주변|근처)에서\s*시작|\bbelly\s+button\b"],
     "distension": [r"배가?\s*(?:빵빵|부풀|부어|불러)|\b(?:belly|stomach|tummy|abdomen)\b.{0,20}\b(?:swollen|bloated|distended)\b|\bbloated\b"],
     "post_surgery": [r"수술(?:한|받은)?\s*(?:지|후)|\bafter\s+(?:my\s+)?surgery\b|\bdays\s+after\s+surgery\b|\bpost-?op\b"],
+    "hives": [r"두드러기|온몸이\s*(?:빨개|붉어)|\bhives\b|\bwelts\b|\bcovered\s+in\s+(?:a\s+)?rash\b"],
+    "chest_any": [r"(?<![가-힣])가슴(?!\s*(?:근육|피부|쪽\s*피부))|명치|\bchest\b"],
+    "cardiac_assoc": [r"식은땀|땀(?:을|이)?\s*(?:많이|흘|뻘뻘|삐질|범벅|줄줄|나)|왼팔|팔까지|턱(?:까지|이|으로)|창백|얼굴이\s*하얘|\bsweat\w*|\bclammy\b|\bpale\b|\bgr[ae]y\b|\bjaw\b|\bleft\s+arm\b|\barm\s+(?:aches|hurts|is\s+numb|tingl\w*|feels\s+heavy)"],
+    "extra_dose": [
+        r"(?:혈압약|당뇨약|약).{0,10}(?:실수로|모르고).{0,15}(?:먹|드셨)|(?:실수로|모르고).{0,20}(?:두\s*(?:번|배)|세\s*번).{0,10}(?:먹|드셨|드시)",
+        r"\b(?:accidentally|by\s+mistake|double\s+dosed)\b.{0,40}\b(?:took|taken|pills|tablets|dose|times|warfarin)\b|\btook\s+(?:her|his|my)\s+\w+\s+(?:pills\s+)?(?:twice|three\s+times)\b",
+    ],
+    "high_risk_drug": [r"인슐린|와파린|수면제|신경안정제|마약성|진통제|타이레놀|아세트아미노펜|철분제|\binsulin\b|\bwarfarin\b|\bsleeping\s+(?:pills|tablets)\b|\bopioid|\boxy\w*|\bmorphine\b|\bparacetamol\b|\btylenol\b|\biron\s+tablets\b|\bheart\s+pills\b|\bdigoxin\b"],
+    "co_weak_source": [r"난방|\bheating\b|\bradiator\b"],
+    "better_away": [r"밖에\s*(?:나가면|나오면)\s*(?:좀\s*)?(?:나아|괜찮)|\bbetter\s+(?:outside|away\s+from\s+home|when\s+we\s+go\s+out)\b"],
     "symptom_generic": [
         r"아프|아파|아퍼|통증|열이|어지러|토하|토해|숨이|저리|붓|부었|피가|기침|설사|두통|발진|가려|떨려|쓰러|답답|메스꺼|경련|쑤셔",
         r"\bpain\w*|\bhurts?\b|\bache\w*|\bfever\b|\bdizz\w*|\bvomit\w*|\bbreath\w*|\bnumb\w*|\bswell\w*|\bswollen\b|\bbleed\w*|\bcough\w*|\bdiarr\w*|\bheadache\b|\brash\b|\bitch\w*|\bshak\w*|\bfaint\w*|\bnause\w*|\bsore\b|\bweak\w*",
