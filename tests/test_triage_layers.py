@@ -193,13 +193,13 @@ def test_shipped_model_matches_the_shipped_training_data(embedder, model):
     assert model.embedder == embedder.name
     assert model.categories == sorted(IDS)
     cv = model.meta["cv"]
-    assert cv["messages"] == len(load_training()) >= 2000
+    assert cv["messages"] == len(load_training()) and len(load_training(written_only=True)) >= 2000
     assert cv["recall"] >= model.config.target_recall - 0.005
     assert 0.0 < model.threshold < 1.0
 
 
 def test_training_data_covers_every_category_both_languages_and_hard_negatives():
-    rows = load_training()
+    rows = load_training(written_only=True)
     pos = [r for r in rows if r.emergency]
     neg = [r for r in rows if not r.emergency]
     assert len(neg) >= len(pos) and len(rows) >= 2000
@@ -225,10 +225,26 @@ def test_model_files_are_arrays_not_pickles_and_small():
     base = resources.files("core.safety").joinpath("data")
     npz = base.joinpath("triage_model.npz")
     with np.load(str(npz), allow_pickle=False) as z:
-        assert set(z.files) == {"char_cols"} | {f"{h}_{p}" for h in ("binary", "category")
+        assert set(z.files) == {"char_cols"} | {f"{h}_{p}" for h in ("binary", "binary_text", "category", "category_text")
                                                 for p in ("e5", "char", "find", "intercept")}
     assert len(npz.read_bytes()) < 5_000_000
     json.loads(base.joinpath("triage_model.json").read_text("utf-8"))
+
+
+# Written after the model was trained and never added to its training data: layer 1 misses
+# them, layer 2's text-only head is what catches them (see core/safety/classifier.py).
+UNSEEN = [("en", "spilled a pot of boiling pasta water down my leg, the skin is bubbling up", "serious_burns"),
+          ("en", "he's on the floor twitching and won't answer me", "collapse"),
+          ("ko", "오늘 죽을 거예요 아무도 모르게", "suicide_self_harm"),
+          ("ko", "오른쪽 눈이 갑자기 반쯤 안 보여요", "sudden_vision_loss"),
+          ("ko", "아이가 할아버지 약통에서 알약을 꺼내 먹었어요 몇 개인지 몰라요", "poisoning_overdose")]
+
+
+@pytest.mark.parametrize("lang,text,category", UNSEEN)
+def test_layer2_catches_unseen_phrasing_that_layer1_misses(model, embedder, lang, text, category):
+    assert layer1(text, lang) == []
+    res = assess(text, lang, None, embedder.embed_query(text), model)
+    assert [(f.category, f.layer) for f in res.flags] == [(category, 2)]
 
 
 def test_layer2_flags_phrasing_without_rules_and_spares_hard_negatives(model, embedder):
@@ -253,7 +269,7 @@ def test_threshold_is_the_highest_that_keeps_the_target_recall():
 
 
 def test_train_on_a_subset_chooses_a_threshold_by_cross_validation():
-    all_rows = load_training()
+    all_rows = load_training(written_only=True)
     rows = [r for r in all_rows if r.category in ("stroke", "seizure")] + \
         [r for r in all_rows if r.borrows in ("stroke", "seizure") and not r.emergency]
     rng = np.random.default_rng(0)

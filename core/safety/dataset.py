@@ -1,4 +1,5 @@
-"""The team's labelled triage messages (package data ``core/safety/data/train/*.tsv``).
+"""The team's labelled triage messages (package data ``core/safety/data/train/*.tsv``), and
+issue 3's annotated sets imported with their labels mapped (``core/safety/data/imported/``).
 
 One file per category id (``none.tsv`` for everyday messages), one message per line, tab-
 separated: ``lang  emergency  person  kind  text`` where ``lang`` is ``ko`` / ``en``,
@@ -39,14 +40,18 @@ class Example:
     borrows: str = NONE
 
 
-def _train_dir():
-    return resources.files("core.safety").joinpath("data/train")
+def _data(sub: str):
+    return resources.files("core.safety").joinpath(f"data/{sub}")
 
 
 def train_files() -> list[tuple[str, str]]:
-    """``(file name, text)`` of every training file, sorted by name."""
-    d = _train_dir()
-    return sorted((p.name, p.read_text("utf-8")) for p in d.iterdir() if p.name.endswith(".tsv"))
+    """``(file name, text)`` of every training file, sorted by name: the team's written
+    messages (``train/<category>.tsv``) and the imported ones (``imported/*.tsv``)."""
+    out = []
+    for sub in ("train", "imported"):
+        d = _data(sub)
+        out += sorted((f"{sub}/{p.name}", p.read_text("utf-8")) for p in d.iterdir() if p.name.endswith(".tsv"))
+    return out
 
 
 def parse_tsv(name: str, text: str) -> list[Example]:
@@ -77,11 +82,38 @@ def parse_tsv(name: str, text: str) -> list[Example]:
     return rows
 
 
-def load_training() -> list[Example]:
-    """Every training row of the package, in file order."""
+def parse_imported(name: str, text: str) -> list[Example]:
+    """Rows of an imported file: ``lang  emergency  category  person  kind  text  source``
+    (issue 3's annotated sets, their old labels mapped to these ids; ``source`` is
+    ``file:id``, kept as the example's id).
+
+    Raises:
+        ValueError: a malformed row or an unknown category.
+    """
+    rows: list[Example] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) != 7:
+            raise ValueError(f"{name}:{n}: expected 7 tab-separated fields, got {len(parts)}")
+        lang, y, cat, person, kind, msg, source = parts
+        if lang not in ("ko", "en") or y not in ("0", "1") or person not in PERSONS or \
+                (cat not in IDS and cat != NONE) or (y == "1") == (cat == NONE):
+            raise ValueError(f"{name}:{n}: bad lang/emergency/category/person {parts[:4]}")
+        rows.append(Example(source, lang, msg.strip(), y == "1", cat, PERSONS[person], kind, cat))
+    return rows
+
+
+def load_training(written_only: bool = False) -> list[Example]:
+    """Every training row of the package, in file order (``written_only``: the team's
+    written messages of ``train/`` alone, without the imported sets)."""
     out: list[Example] = []
     for name, text in train_files():
-        out.extend(parse_tsv(name, text))
+        if name.startswith("train/"):
+            out.extend(parse_tsv(name.split("/", 1)[1], text))
+        elif not written_only:
+            out.extend(parse_imported(name, text))
     return out
 
 
