@@ -33,7 +33,7 @@ from core.safety.signs import compiled
 # -- context of a sign -------------------------------------------------------------------------
 _NEG_AFTER_KO = re.compile(r"^.{0,12}?(?:없어|없습|없고|없었|없는데|없음|없이|안\s*나요|않아|않았|않습|않고|아니에|아닙|아니고|아니라|아녜|업어|업고|업는)")
 _REASSURE_AFTER = re.compile(
-    r"^.{0,14}?(?:괜찮|정상|멀쩡|편해|편하게|편안|잘\s*쉬|잘\s*쉬어|문제\s*없|또렷)(?!했|았|었|였|는데\s*갑자기)"
+    r"^.{0,14}?(?:괜찮|정상|멀쩡|편해|편하게|편하고|편안|잘\s*쉬|잘\s*쉬어|문제\s*없|또렷)(?!했|았|었|였|는데\s*갑자기)"
     r"|^[^.!?;]{0,25}?\b(?:is|are|feels?|seems?|looks?|sounds?)\s+(?:completely\s+|totally\s+|perfectly\s+|absolutely\s+)?"
     r"(?:fine|normal|ok|okay|good|easy|pink|clear)\b"
     r"|^\s*(?:fine|normal|ok|okay|is\s+fine|completely\s+normal)\b", re.I)
@@ -51,38 +51,38 @@ _INFO_EN = re.compile(
     r"|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|recognise|spot)|tell\s+me\s+about|explain|when\s+(?:is|should|do)\b|why\s+(?:do|is|are|does))\b", re.I)
 _NOW_KO = re.compile(r"지금|방금|갑자기|현재|아까|계속|오늘|제가\s|저\s|저는|저도|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가|아기가|애가|와이프가|동생이")
 _NOW_EN = re.compile(r"\b(?:i'?m|i\s+am|i\s+have|i\s+can'?t|i\s+feel|my|right\s+now|just|he'?s|she'?s|he\s+is|she\s+is|is\s+having|currently|suddenly|rn|im)\b", re.I)
-_PAST_KO = re.compile(r"지난번|몇\s*년\s*전|\d+\s*(?:세|살)\s*(?:때|에)(?!\s*(?:아기|아이))|한때|했었|었었|였었|\d+\s*년째\s*안|\d+\s*(?:년|달|개월)\s*(?:전|됐)|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있|지난달|지난\s*(?:주|해)|대학생\s*때|고등학생\s*때|진단받으신\s*지")
+_PAST_KO = re.compile(r"[았었였졌셨났왔갔했됐봤]었|지난번|몇\s*년\s*전|\d+\s*(?:세|살)\s*(?:때|에)(?!\s*(?:아기|아이))|한때|했었|었었|였었|\d+\s*년째\s*안|\d+\s*(?:년|달|개월)\s*(?:전|됐)|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있|지난달|지난\s*(?:주|해)|대학생\s*때|고등학생\s*때|진단받으신\s*지")
 _PAST_EN = re.compile(
     r"\b(?:(?<!fine\s)last\s+night|a\s+few\s+years\s+back|years\s+back|previously|at\s+(?:age\s+)?\d{2}(?!\s*(?:weeks|%|kg))\b|in\s+my\s+(?:twenties|thirties|teens)|years?\s+ago|last\s+(?:year|month|winter|summer|week)|months?\s+ago|in\s+the\s+past|when\s+i\s+was|history\s+of|used\s+to|once\s+had|as\s+a\s+(?:child|kid|teen(?:ager)?|baby|toddler)"
     r"|growing\s+up|none\s+since|nothing\s+since|never\s+since|in\s+(?:19|20)\d\d|back\s+in|in\s+college|was\s+diagnosed|fully\s+recovered|recovered\s+well|in\s+hospital\s+with)\b", re.I)
-_STILL = re.compile(r"지금\s*(?:도|또|다시|막|계속|너무|갑자기)|오늘|요즘(?!은?\s*(?:괜찮|없|안|잘|증상\s*없))|이번에|\d+\s*(?:분|시간)\s*째|\d+\s*(?:min(?:ute)?s?|hours?)\b|다시|또\s|여전히|계속|방금|\bright\s+now\b|\band\s+now\b|\bnow\s+(?:i|i'?ve|i'?m|he|she|it|they|my|his|her|there)\b|\bagain\b|\bstill\b(?!\s+(?:need|have\s+to|take|carry|show|worry|itch|use|get|wonder))|\btoday\b|\bjust\s+(?:now|had|started|came)\b|\brn\b", re.I)
+_STILL = re.compile(r"지금\s*(?:도|또|다시|막|계속|너무|갑자기)|오늘|요즘(?!은?\s*(?:괜찮|없|안|잘|증상\s*없))|이번에|\d+\s*(?:분|시간)\s*째|\d+\s*(?:min(?:ute)?s?|hours?)\b|또\s|여전히|계속(?!\s*(?:먹|복용|써|맞|드))|방금|\bright\s+now\b|\band\s+now\b|\bnow\s+(?:i|i'?ve|i'?m|he|she|it|they|my|his|her|there)\b|\bstill\b(?!\s+(?:need|have\s+to|take|carry|show|worry|itch|use|get|wonder))|\btoday\b|\bjust\s+(?:now|had|started|came)\b|\brn\b", re.I)
 _HYPOTHETICAL = re.compile(
     r"\b(?:nursing|medical)\s+student\b|\bfor\s+(?:a|my)\s+(?:class|novel|story|assignment)\b|소설|과제|숙제|학생인데|드라마에서|영화에서|\bin\s+the\s+(?:tv\s+)?show\b|\bwriting\s+(?:a|my)\s+(?:story|novel|character)"
     r"|\bif\s+(?:someone|somebody|a|an|the|you|your|one|they|he|she|my|i\s+(?:find|see|suddenly|ever))\b|\bwhat\s+(?:should|do)\s+(?:you|i|we)\s+do\s+if\b|\bwhat\s+to\s+do\s+if\b"
     r"|\bin\s+case\b|\bwhat\s+would\s+(?:happen|cause|you\s+do)\b|\bwhat\s+if\b|\bsuppose\b|\bhypothetically\b|\bwhat\s+counts\s+as\b|\bhow\s+would\s+i\s+know\b|\bhow\s+do\s+i\s+tell\b|(?:할|될|생길|올)\s*경우|대비해|미리\s*알고|(?:사람|누가|누군가|아이가|옆\s*사람이|노인이|아기가)(?:을|이|가)?\s*.{0,30}?(?:하|되|나|오|보|있으|없으|먹으|삼키|쓰|지|리|이|않으|걸리|생기|아프|다치|막히|부으|쏘이|같으|들)면\s|만약(?:에)?|\bwhat\s+happens\s+if\b|\bwhere\s+should\s+i\s+go\s+if\b|\bwho\s+do\s+i\s+call\s+if\b", re.I)
-_FAMILY_HISTORY = re.compile(r"가족력|집안\s*내력|유전(?:되|이|인|될)|돌아가셨|저도\s*(?:위험|걸릴|조심|검사)|\bmy\s+(?:own\s+)?risk\b|\bat\s+risk\b|\bam\s+i\s+(?:likely|at)\b|\bmake\s+me\s+more\b|\bshould\s+i\s+(?:be\s+)?(?:tested|screened|checked)\b|\bshould\s+my\s+kids\s+be\s+tested\b|\binherited\b|\bruns?\s+in\s+(?:my|the|our)\s+family\b|\bfamily\s+history\b|\bhereditary\b|\bgenetic\b|\bdied\s+of\b|\bdied\s+suddenly\b", re.I)
+_FAMILY_HISTORY = re.compile(r"\bwill\s+(?:that|it|this)\s+happen\s+to\s+me\b|저도\s*그렇게\s*될|가족력|집안\s*내력|유전(?:되|이|인|될)|돌아가셨|저도\s*(?:위험|걸릴|조심|검사)|\bmy\s+(?:own\s+)?risk\b|\bat\s+risk\b|\bam\s+i\s+(?:likely|at)\b|\bmake\s+me\s+more\b|\bshould\s+i\s+(?:be\s+)?(?:tested|screened|checked)\b|\bshould\s+my\s+kids\s+be\s+tested\b|\binherited\b|\bruns?\s+in\s+(?:my|the|our)\s+family\b|\bfamily\s+history\b|\bhereditary\b|\bgenetic\b|\bdied\s+of\b|\bdied\s+suddenly\b", re.I)
 _JOKE = re.compile(r"농담|\bjk\b|\bjust\s+kidding\b|\bkidding\b|\bembarrass\w*|창피|쪽팔|민망", re.I)
 _ACUTE = re.compile(r"지금|방금|갑자기|\bright\s+now\b|\bjust\s+now\b|\bsuddenly\b|\bcurrently\b", re.I)
 _MILD_BEFORE = re.compile(r"(?:좀|조금|약간|살짝|\ba\s+bit\b|\bslightly\b|\ba\s+little\b)\s*$", re.I)
-_RECOVERED = re.compile(r"지금은\s*(?:괜찮|멀쩡|정상)|(?:i\s+)?feel\s+(?:fine|normal|ok|okay|better)\s+now|now\s+i\s+feel\s+(?:fine|normal|ok)|back\s+to\s+normal|완전히\s*회복", re.I)
+_RECOVERED = re.compile(r"지금은\s*(?:괜찮|멀쩡|정상)|그\s*(?:뒤|후)로는?\s*(?:괜찮|없)|\bi'?m\s+(?:fine|ok|okay|alright|better)\s+now\b|(?:i\s+)?feel\s+(?:fine|normal|ok|okay|better)\s+now|now\s+i\s+feel\s+(?:fine|normal|ok)|back\s+to\s+normal|완전히\s*회복", re.I)
 _ROUTINE = re.compile(r"하루(?:에)?\s*(?:한|두|세|네|\d)\s*번|매일|아침\s*저녁|식후|식전|\b(?:once|twice|three\s+times|four\s+times|\d\s+times)\s+(?:a|per)\s+day\b|\bdaily\b|\bevery\s+(?:day|morning|night|\d+\s+hours)\b|\bwith\s+(?:meals|each\s+meal)\b|\bat\s+(?:each\s+meal|bedtime)\b|시간마다", re.I)
 _MILD = re.compile(r"\b(?:a\s+bit|slightly|a\s+little|mild(?:ly)?|kind\s+of)\b|살짝|조금|약간|쪼금", re.I)
 _MILD_SIGNS = {"chest_cardiac", "breathing_severe"}
 _MILD_PREFIX_SIGNS = {"floppy", "hard_to_wake", "drowsy"}
 _DENIED_STATE = re.compile(r"\b(?:isn'?t|is\s+not|aren'?t|wasn'?t|are\s+not)\s+(?:\w+\s+)?(?:drooping|droopy|swollen|swelling|blue|stiff|bleeding|confused|slurred|numb|weak)", re.I)
-_NEG_AFTER_FAR_KO = re.compile(r"^.{0,24}?(?:전혀|절대)\s*(?:없|안|않)")
+_NEG_AFTER_FAR_KO = re.compile(r"^.{0,24}?(?:전혀|절대)\s*(?:없|안|않)|^\S{0,2}(?:거나|이나)\s.{0,22}?(?:없|않|아니)")
 _REPORTED_KO = re.compile(r"(?:라고|다고|냐고)\s")
 _SCAR = re.compile(r"흉터|자국|\bscars?\b", re.I)
 _INTENSIFIER_KO = re.compile(r"^.{0,8}?(?:멈출\s*수(?:가)?\s*없|멈추지\s*않|안\s*멈|멈추질\s*않|참을\s*수(?:가)?\s*없)")
 _NEAR_KO = re.compile(r"^\s*(?:할|될|한)\s*(?:것|거)\s*같|^\s*(?:할|한)\s*(?:뻔|듯)")
 _CONDITIONAL_KO = re.compile(r"^(?:를|을|이|가|는|은)?\s*(?:[가-힣]{0,3}?(?:다고|라고)\s*)?[가-힣]{0,3}?(?:하|되|나|오|보이|보|있으|없으|으|지|리|이|키|쓰|뜨|들)면\s")
 _PERMISSION_KO = re.compile(r"^\S{0,3}(?:도|어도|여도)\s*(?:되|돼|괜찮)")
-_GENERIC_AFTER_KO = re.compile(r"^[가-힣]{0,2}\s*(?:증상|경우)(?:은|는|이|가|에|일\s*때)?\s")
+_GENERIC_AFTER_KO = re.compile(r"^[가-힣]{0,2}\s*(?:증상|경우|사람|환자|분)(?:은|는|이|가|에|에게|을|를|일\s*때)?\s")
 _SUBJECT_KO = re.compile(r"제가|저는|저도|내가|나는|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가|아기가|애가|와이프가|동생이")
 _VITAMIN = re.compile(r"비타민|영양제|유산균|오메가|포도당|vitamin|supplement|glucose\s+tablets|dextrose", re.I)
 _NO_REASSURE = {"head_injury", "trauma", "overdose", "extra_dose", "burn", "co_source", "allergen", "suicidal", "nosebleed"}
 _MED_NEG_KO = re.compile(r"^\S{0,3}\s*(?:은|는)?\s*(?:안|못)\s*(?:먹|드|맞)")
-_CLAUSE = re.compile(r"[.!?;\n]|(?:(?<=[가-힣]고\s)|(?<=[가-힣]며\s)|(?<=면서\s)|(?<=[가-힣]서\s))(?!싶)|(?<=요)\s|(?<=[었았했였]다)\s|(?<=니다)\s|(?<=[음함임죠])\s|(?<=[가-힣])(?:는데|은데|인데|지만)\s|\bbut\b|,\s*(?=(?:just|only|and\s+no|no|nothing)\b)", re.I)
+_CLAUSE = re.compile(r"(?<!\d)[.!?;\n]|[.!?;](?!\d)|(?:(?<=[가-힣]고\s)(?<![다라냐]고\s)|(?<=[가-힣]며\s)|(?<=면서\s)|(?<=[가-힣]서\s))(?!싶)|(?<=요)\s|(?<=[었았했였]다)\s|(?<=니다)\s|(?<=[음함임죠])\s|(?<=[가-힣])(?:는데|은데|인데|지만)\s|\bbut\b|,\s*(?=(?:just|only|and\s+no|no|nothing)\b)", re.I)
 
 # -- numbers -----------------------------------------------------------------------------------
 _TEMP = re.compile(
@@ -287,9 +287,20 @@ def _clause(text: str, start: int, end: int) -> tuple[str, str, str]:
         elif b.start() >= end:
             hi = b.start()
             break
-    sent_lo = max(text.rfind(ch, 0, start) for ch in ".!?\n") + 1
-    sent_hi = min([i for i in (text.find(ch, end) for ch in ".!?\n") if i >= 0] + [len(text)])
-    return text[lo:start], text[end:hi], text[sent_lo:sent_hi + 1]
+    sent_lo, sent_hi = _sentence(text, start, end)
+    return text[lo:start], text[end:hi], text[sent_lo:sent_hi]
+
+
+_SENTENCE_END = re.compile(r"(?<!\d)[.!?\n]|[.!?](?!\d)")  # a decimal point (38.5) ends nothing
+
+
+def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` offsets of the sentence holding ``text[start:end]``."""
+    lo = 0
+    for m in _SENTENCE_END.finditer(text, 0, start):
+        lo = m.end()
+    nxt = _SENTENCE_END.search(text, end)
+    return lo, nxt.end() if nxt else len(text)
 
 
 _LACK = re.compile(r"(?:힘|감각|반응|의식|대답|기운|태동|눈물|소변)(?:이|을|도)?\s*(?:이\s*)?$")
@@ -352,7 +363,7 @@ def _hypothetical_before(text: str, start: int, sentence: str) -> bool:
     """A hypothetical or conditional trigger in the sentence that begins at or before the
     sign (``what should I do if someone collapses``), not one that follows it (``my dad
     collapsed, what do I do if he doesn't wake up`` is an emergency)."""
-    sent_start = max(0, max(text.rfind(ch, 0, start) for ch in ".!?\n") + 1)
+    sent_start = _sentence(text, start, start)[0]
     return any(sent_start + m.start() <= start for m in _HYPOTHETICAL.finditer(sentence))
 
 
