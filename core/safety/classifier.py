@@ -279,30 +279,38 @@ def train(examples: list[Example], vecs: np.ndarray, embedder: str, cfg: Config 
     binary, binary_text = _fit(X, y, cfg), _fit(Xt, y, cfg)
     categories = sorted({e.category for e in examples if e.emergency})
     yc = np.array([categories.index(e.category) for e in examples if e.emergency])
-    cat = _fit(X[y], yc, cfg) if len(categories) > 1 else None
-    cat_text = _fit(Xt[y], yc, cfg) if len(categories) > 1 else None
-    dim = vecs.shape[1]
-    rows_w, rows_b = [binary.coef_, binary_text.coef_], [binary.intercept_, binary_text.intercept_]
-    for m in (cat, cat_text):
-        w, c = (m.coef_, m.intercept_) if m is not None else (np.zeros((1, X.shape[1])), np.zeros(1))
-        if w.shape[0] == 1 and len(categories) == 2:  # scikit-learn keeps one row for two classes
-            w, c = np.vstack([-w / 2, w / 2]), np.array([-c[0] / 2, c[0] / 2])
-        rows_w.append(w)
-        rows_b.append(c)
-    W, b = np.vstack(rows_w).astype(np.float32), np.concatenate(rows_b).astype(np.float32)
-    k = len(categories) if cat is not None else 1
-    nchar = 2 ** cfg.n_features_log2
-    char = W[:, dim:dim + nchar]
-    cols = np.flatnonzero(np.abs(char).max(axis=0) > 0).astype(np.int32)
-    heads = [Head(W[rows, :dim], char[rows][:, cols], W[rows, dim + nchar:], b[rows])
-             for rows in (slice(0, 1), slice(1, 2), slice(2, 2 + k), slice(2 + k, 2 + 2 * k))]
+    cats = [_fit(M[y], yc, cfg) if len(categories) > 1 else None for M in (X, Xt)]
+    cols, heads = _heads([binary, binary_text, *cats], len(categories), vecs.shape[1], X.shape[1], cfg)
     cv = {"folds": cfg.folds, "recall": round(float((oof[y] >= threshold).mean()), 4),
           "false_alarm_rate": round(float((oof[~y] >= threshold).mean()), 4),
           "roc_auc": round(float(roc_auc_score(y, oof)), 4), "messages": int(len(y)),
           "emergencies": int(y.sum())}
     meta = {"format": FORMAT, "embedder": embedder, "training_sha256": data_hash or training_hash(),
             "config": cfg.__dict__.copy(), "cv": cv, "threshold": threshold, "findings": list(FINDING_NAMES)}
-    return TriageClassifier(categories if cat is not None else categories[:1], cols, *heads, threshold, meta)
+    return TriageClassifier(categories if cats[0] is not None else categories[:1], cols, *heads, threshold, meta)
+
+
+def _heads(models: list, n_categories: int, dim: int, width: int, cfg: Config) -> tuple[np.ndarray, list[Head]]:
+    """Split fitted models (binary, binary text-only, category, category text-only; a category
+    model is ``None`` with one category) into :class:`Head` s over the kept n-gram columns.
+
+    Returns:
+        (kept column indices (c,), the four heads).
+    """
+    rows_w, rows_b = [], []
+    for i, m in enumerate(models):
+        w, c = (m.coef_, m.intercept_) if m is not None else (np.zeros((1, width)), np.zeros(1))
+        if i >= 2 and w.shape[0] == 1 and n_categories == 2:  # scikit-learn keeps one row for two classes
+            w, c = np.vstack([-w / 2, w / 2]), np.array([-c[0] / 2, c[0] / 2])
+        rows_w.append(w)
+        rows_b.append(c)
+    W, b = np.vstack(rows_w).astype(np.float32), np.concatenate(rows_b).astype(np.float32)
+    k = n_categories if models[2] is not None else 1
+    nchar = 2 ** cfg.n_features_log2
+    char = W[:, dim:dim + nchar]
+    cols = np.flatnonzero(np.abs(char).max(axis=0) > 0).astype(np.int32)
+    return cols, [Head(W[rows, :dim], char[rows][:, cols], W[rows, dim + nchar:], b[rows])
+                  for rows in (slice(0, 1), slice(1, 2), slice(2, 2 + k), slice(2 + k, 2 + 2 * k))]
 
 
 def save(model: TriageClassifier, directory: Path) -> tuple[Path, Path]:
