@@ -113,11 +113,11 @@ class Agent:
         question_tokens = count_tokens(st["text"])
         if question_tokens > self.settings.max_question_tokens:
             answer = _LONG[lang].format(n=self.settings.max_question_tokens) + "\n\n" + answer
+        if st.get("urgent_notice") and not st.get("red_flags"):  # issue 11: urgent, not emergency
+            answer = st["urgent_notice"] + "\n\n" + answer
         rejected = getattr(st.get("slots"), "rejected", None)
         if rejected and not st.get("red_flags"):
             answer = _CONFIRM[lang].format(items=", ".join(map(str, rejected))) + "\n\n" + answer
-        if st.get("urgent_notice") and not st.get("red_flags"):  # issue 11: urgent, not emergency
-            answer = st["urgent_notice"] + "\n\n" + answer
         sources = [Source(**s) for s in st.get("sources") or []]
         return OutboundMessage(text=answer, sources=sources, lang=lang, trace=build_trace(st, t0))
 

@@ -447,3 +447,8 @@ def test_bench_triage_reads_both_schemas(tmp_path):
     (tmp_path / "bad.jsonl").write_text("{oops\n", "utf-8")
     with pytest.raises(ValueError, match="bad.jsonl:1"):
         load_jsonl(tmp_path / "bad.jsonl")
+
+
+def test_implausible_numbers_are_not_urgent_findings():
+    f = extract_findings("혈압이 400/20이고 HbA1c 80%예요", "ko")
+    assert (f.sbp, f.dbp) == (None, None) and urgent_findings(f) == []

@@ -390,13 +390,14 @@ def _numbers(f: Findings, text: str) -> None:
         value, unit = float(m.group(1)), (m.group(2) or "").lower()
         if unit == "mmol" or (not unit and ("." in m.group(1) or (f.lang == "en" and value < 35))):
             value = round(value * 18.016, 1)
-        if 10 <= value <= 2000 and not re.search(r"HbA1c|당화|a1c", text[max(0, m.start() - 10):m.start()], re.I):
+        if 20 <= value <= 1500 and not re.search(r"HbA1c|당화|a1c", text[max(0, m.start() - 10):m.start()], re.I):
             f.glucose_mgdl = value if f.glucose_mgdl is None else f.glucose_mgdl
-    if _BP_CONTEXT.search(text):
+    if _BP_CONTEXT.search(text):  # plausible readings only (core.extraction.patterns.PLAUSIBLE)
         pair = _BP_PAIR.search(text)
-        if pair and int(pair.group(1)) > int(pair.group(2)):
+        if pair and 50 <= int(pair.group(1)) <= 300 and 20 <= int(pair.group(2)) <= 200 \
+                and int(pair.group(1)) > int(pair.group(2)):
             f.sbp, f.dbp = float(pair.group(1)), float(pair.group(2))
-        elif (single := _BP_SINGLE.search(text)):
+        elif not pair and (single := _BP_SINGLE.search(text)) and 50 <= int(single.group(1)) <= 300:
             f.sbp = float(single.group(1))
 
 
