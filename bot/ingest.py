@@ -15,7 +15,8 @@ from pathlib import Path
 from config.settings import get_settings
 from core.retrieval.index import IndexMismatchError
 from core.retrieval.ingest import (IndexBusyError, IngestReport, add_documents, build_bm25_stage,
-                                   delete_documents, embed_missing, rebuild_index)
+                                   delete_documents, embed_chunk_sentences, embed_missing,
+                                   rebuild_index)
 
 
 def _embedder():
@@ -40,6 +41,10 @@ def _print_dense(report: IngestReport, total: int | None = None) -> int:
     print(f"dense: {done} chunks embedded "
           f"({report.embedded_before} already, {report.embedded_now} now, "
           f"{report.dense_rate:.1f} chunks/s, {report.dense_seconds:.0f} s)", file=sys.stderr)
+    if report.sentences_embedded or report.sentences_before:
+        print(f"sentences: {report.sentences_embedded + report.sentences_before} embedded "
+              f"({report.sentences_before} already, {report.sentences_embedded} now, "
+              f"{report.sentences_seconds:.0f} s)", file=sys.stderr)
     if report.interrupted:
         print("interrupted: run the same command again to continue embedding", file=sys.stderr)
         return 130
@@ -70,6 +75,8 @@ def run_ingest(paths: list[Path], index: Path, bm25_only: bool, batch_size: int)
     if embedder is None:
         return 0
     embed_missing(chunks, index, embedder, report, batch_size=batch_size)
+    if not report.interrupted:
+        embed_chunk_sentences(chunks, index, embedder, report)
     return _print_dense(report, len({c.hash for c in chunks}))
 
 

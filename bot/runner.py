@@ -6,6 +6,10 @@
   ``SLACK_SIGNING_SECRET`` (HTTP Events API on ``PORT`` at ``SLACK_EVENTS_PATH``).
 - The console otherwise.
 
+At start-up, turns that a crashed process received but never answered are found and answered
+through their channel, or marked (:mod:`core.recovery`); they are claimed before any new
+message is taken, so a repeated delivery of one is not answered twice.
+
 SIGTERM / SIGINT stop the intake (polling stops, webhooks answer 503 so the platforms retry),
 wait up to ``SHUTDOWN_GRACE_S`` for every accepted message to be answered, then close.
 """
@@ -127,8 +131,11 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
     """
     from adapters.common import Frontdesk
     from core.agent import Agent
+    from core.recovery import claim_interrupted
 
-    agent = agent or Agent(settings)
+    if agent is None:
+        agent = Agent(settings)
+        await asyncio.to_thread(agent.services.warm_up)  # before the channels take messages
     stop = stop or asyncio.Event()
     asyncio.get_running_loop().set_default_executor(  # room for every concurrent turn
         ThreadPoolExecutor(max_workers=settings.max_concurrent_turns + 4))
@@ -137,11 +144,14 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
     extra = (settings.telegram_webhook_port,) if settings.telegram_webhook_port else ()
     http = HttpServer(settings.http_host, settings.http_port, extra)
     channels = build_channels(settings, frontdesk, http)
+    interrupted = await asyncio.to_thread(claim_interrupted, agent.services.repo,
+                                          settings.turn_stale_s)  # before any new message
     if http.routes:
         await http.start()
     for ch in channels:
         await ch.start()
     log.info("medbot: serving %s", ", ".join(configured_channels(settings)))
+    await resume_interrupted(frontdesk, channels, interrupted)
     if ready:
         ready(http)
     await stop.wait()
@@ -154,6 +164,24 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
     await http.stop()
     log.info("medbot: stopped (%s)", "all turns answered" if finished else "grace period ran out")
     return finished
+
+
+async def resume_interrupted(frontdesk, channels: list[Any], turns: list) -> int:
+    """Answer each turn interrupted by a crash (claimed at start-up, :mod:`core.recovery`)
+    through the channel of its session, in the session's order; mark it ``interrupted`` when
+    no configured channel can reach it (console, a Slack slash command, a channel no longer
+    configured). Returns how many turns are being answered."""
+    from core.recovery import mark_interrupted
+
+    n = 0
+    for turn in turns:
+        deliver = next((d for d in (ch.deliver_to(turn.session_id) for ch in channels) if d), None)
+        if deliver is None:
+            await asyncio.to_thread(mark_interrupted, frontdesk.agent.services.repo, turn.id)
+            continue
+        frontdesk.resume(turn, deliver)
+        n += 1
+    return n
 
 
 def _on_signals(stop: asyncio.Event) -> None:
@@ -177,7 +205,9 @@ def run_service(settings: Settings | None = None) -> int:
         from core.agent import Agent
 
         print("medbot: console channel (no other channel configured).", file=sys.stderr)
-        ConsoleChannel(Agent(settings), user="local").run()
+        agent = Agent(settings)
+        agent.services.warm_up()  # index, Kiwi and the embedder before the first question
+        ConsoleChannel(agent, user="local").run()
         return 0
     print(f"medbot: starting {', '.join(configured_channels(settings))}", file=sys.stderr)
     return 0 if asyncio.run(serve(settings)) else 1

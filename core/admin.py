@@ -20,7 +20,8 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, col
 
-from core.erasure import ErasureResult, erase_user, record_audit, subject_hash
+from core.audit import audit_key, record_audit, subject_hash
+from core.erasure import ErasureResult, erase_user
 from core.memory.semantic import semantic_memory
 from core.memory.view import profile_view
 from storage.models import CacheEntry, Turn, User, as_utc
@@ -57,14 +58,19 @@ class AdminService:
 
     Args:
         engine: the database engine (``agent.services.repo.engine``).
-        settings: :class:`config.settings.Settings` (``ADMIN_IDS``).
+        settings: :class:`config.settings.Settings` (``ADMIN_IDS``, the audit key,
+            ``ERASURE_VACUUM``).
         redis, cache, limiter: passed to :func:`core.erasure.erase_user`.
+    Raises:
+        ValueError / OSError: the audit key is too short or cannot be read or made
+        (:func:`core.audit.audit_key`).
     """
 
     def __init__(self, engine: Engine, settings, redis: Any = None, cache: Any = None,
                  limiter: Any = None) -> None:
         self.engine, self.settings = engine, settings
         self.redis, self.cache, self.limiter = redis, cache, limiter
+        self.key = audit_key(settings)
 
     def is_admin(self, user_id: str) -> bool:
         """True only when ``user_id`` is in ``ADMIN_IDS``."""
@@ -84,20 +90,21 @@ class AdminService:
         lang = lang if lang in ("ko", "en") else "en"
         action = args[0].lower() if args else ""
         if not (trusted or self.is_admin(actor)):
-            record_audit(self.engine, subject_hash(actor), action or "admin", None, "refused",
-                         channel)
+            record_audit(self.engine, subject_hash(actor, self.key), action or "admin", None,
+                         "refused", channel, key=self.key)
             return AdminReply(_T["refused"][lang], {"error": "not an admin"}, ok=False)
         if action not in ACTIONS or (action != "stats" and len(args) != 2):
             return AdminReply(_T["usage"][lang], {"error": "usage"}, ok=False)
         if action == "stats":
             data = self.stats()
-            record_audit(self.engine, actor, "stats", None, "ok", channel)
+            record_audit(self.engine, actor, "stats", None, "ok", channel, key=self.key)
             return AdminReply(render_stats(data), data)
         target = args[1]
         if action == "profile":
             data = self.profile(target, lang)
             found = bool(data["turns"] or data["facts"])
-            record_audit(self.engine, actor, "profile", target, "ok" if found else "not_found", channel)
+            record_audit(self.engine, actor, "profile", target, "ok" if found else "not_found", channel,
+                         key=self.key)
             return AdminReply(render_profile(data) if found else _T["no_user"][lang].format(user=target), data)
         res = self.clear(target, actor, channel)
         text = (_T["cleared"][lang].format(user=target, n=sum(res.rows.values()), k=res.redis_keys)
@@ -123,8 +130,16 @@ class AdminService:
 
     def clear(self, user_id: str, actor: str, channel: str = "") -> ErasureResult:
         """Erase everything of ``user_id`` (:func:`core.erasure.erase_user`, audited)."""
-        return erase_user(self.engine, user_id, actor=actor, action="clear", channel=channel,
-                          redis=self.redis, cache=self.cache, limiter=self.limiter)
+        return erase_user(self.engine, user_id, key=self.key, actor=actor, action="clear",
+                          channel=channel, redis=self.redis, cache=self.cache,
+                          limiter=self.limiter, vacuum=self.settings.erasure_vacuum)
+
+    def forget(self, user_id: str, channel: str = "") -> ErasureResult:
+        """Erase everything of ``user_id`` at their own request (``/forget``), audited with
+        their pseudonym as the actor."""
+        return erase_user(self.engine, user_id, key=self.key, actor=subject_hash(user_id, self.key),
+                          action="forget", channel=channel, redis=self.redis, cache=self.cache,
+                          limiter=self.limiter, vacuum=self.settings.erasure_vacuum)
 
     def stats(self) -> dict[str, Any]:
         """Service statistics: see :func:`service_stats`."""
@@ -161,6 +176,10 @@ def service_stats(engine: Engine) -> dict[str, Any]:
 
     ``llm_calls`` and ``latency_ms`` cover the last 10,000 turns served by a channel (those
     with ``turn.meta["metrics"]``); ``cache_hit_rate`` = cache hits / answered turns.
+    ``cache_saved`` sums, over the cache hits among the last 10,000 turns, what each hit's entry
+    cost when it was made (``turn.meta["cache"]``, written by ``store_response``): LLM tokens
+    (prompt + answer, 0 for offline answers), LLM calls, and milliseconds of the nodes a hit
+    skips (intent, context, retrieval, generation, refine).
     """
     def count(*where) -> int:
         return int(conn.execute(select(func.count()).select_from(Turn).where(*where)).scalar_one())
@@ -175,9 +194,13 @@ def service_stats(engine: Engine) -> dict[str, Any]:
                              .limit(_STATS_WINDOW)).scalars().all()
     metrics = [m["metrics"] for m in metas if isinstance(m, dict) and m.get("metrics")]
     latencies = sorted(float(m.get("latency_ms", 0.0)) for m in metrics)
+    served = [m["cache"] for m in metas if isinstance(m, dict) and isinstance(m.get("cache"), dict)]
+    saved = {"tokens": sum(int(c.get("tokens_saved", 0)) for c in served),
+             "llm_calls": sum(int(c.get("llm_calls_saved", 0)) for c in served),
+             "ms": round(sum(float(c.get("ms_saved", 0.0)) for c in served), 1)}
     return {"users": users, "turns": turns, "answered": answered, "cache_hits": hits,
             "cache_hit_rate": round(hits / answered, 4) if answered else 0.0,
-            "cache_entries": entries, "measured_turns": len(metrics),
+            "cache_entries": entries, "cache_saved": saved, "measured_turns": len(metrics),
             "llm_calls": sum(int(m.get("llm_calls", 0)) for m in metrics),
             "latency_ms": {f"p{p}": percentile(latencies, p) for p in (50, 95, 99)}}
 
@@ -235,7 +258,8 @@ def render_stats(data: dict[str, Any]) -> str:
         f"- users: {data['users']}",
         f"- turns: {data['turns']} ({data['answered']} answered)",
         f"- cache hit rate: {data['cache_hit_rate']:.1%} ({data['cache_hits']} hits, "
-        f"{data['cache_entries']} entries)",
+        f"{data['cache_entries']} entries; saved {data['cache_saved']['tokens']} LLM tokens, "
+        f"{data['cache_saved']['llm_calls']} LLM calls, {data['cache_saved']['ms']} ms)",
         f"- LLM calls: {data['llm_calls']} over {data['measured_turns']} channel turns",
         f"- latency p50 / p95 / p99: {lat['p50']} / {lat['p95']} / {lat['p99']} ms"])
 

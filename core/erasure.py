@@ -11,15 +11,23 @@ Every store is covered:
   process's FAISS mirror follows; this process's mirror is refreshed at once;
 - **Redis**: every key that names the user (rate-limit counters and any other
   ``medbot:u:{<user>}:...`` key);
-- **in-process state**: the rate limiter's counters.
+- **in-process state**: the rate limiter's counters;
+- **database files** (issue 12): SQLite's WAL is checkpointed and truncated, with
+  ``secure_delete`` on for every connection so the deleted cells are zeroed; on Postgres the
+  touched tables are vacuumed (``ERASURE_VACUUM``: ``VACUUM FULL`` by default) where the role
+  may (:func:`storage.db.scrub_deleted`).
 
-What stays is one :class:`storage.models.AuditLog` row saying that an erasure happened, with a
-hash of the user id and row counts, never the user's text.
+A running turn of the user cannot write them back: the purge bumps the user's erasure epoch
+(:mod:`storage.tombstones`) in its transaction, under the same per-user lock the turn's writes
+take, and those writes check the epoch the turn started with.
+
+What stays is one :class:`storage.models.AuditLog` row saying that an erasure happened, with
+the keyed pseudonym of the user id (:func:`core.audit.subject_hash`) and row counts, and the
+tombstone with that pseudonym and the erasure count; never the user's id or text.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from dataclasses import dataclass, field
@@ -27,37 +35,17 @@ from typing import Any
 
 from sqlalchemy import MetaData, select, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, SQLModel
+from sqlmodel import SQLModel
 
+from core.audit import record_audit, subject_hash
 from core.cache.eviction import delete_entries
 from core.retention import purge_users, row_selector
+from storage import tombstones
+from storage.db import scrub_deleted
 from storage.models import AuditLog, CacheEntry
+from storage.repositories import Repository
 
 log = logging.getLogger(__name__)
-
-
-def subject_hash(user_id: str) -> str:
-    """The id kept in the audit log instead of a user id: ``sha256:`` + 32 hex digits."""
-    return "sha256:" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:32]
-
-
-def record_audit(engine: Engine, actor: str, action: str, subject: str | None = None,
-                 outcome: str = "ok", channel: str = "", detail: dict[str, Any] | None = None) -> int:
-    """Append one audit row (committed before returning); returns its id.
-
-    Args:
-        actor: who acted: an admin id, ``cli:<login>``, or (for ordinary users) a hash.
-        action: ``profile``, ``clear``, ``stats``, ``forget``...
-        subject: the target user id; only its :func:`subject_hash` is stored.
-        outcome: ``ok``, ``refused``, ``error``, ``not_found``.
-        detail: JSON-serialisable counts and names; never user text.
-    """
-    row = AuditLog(actor=actor, channel=channel, action=action, outcome=outcome,
-                   subject_hash=subject_hash(subject) if subject else None, detail=detail or {})
-    with Session(engine) as s:
-        s.add(row)
-        s.commit()
-        return int(row.id)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -65,10 +53,12 @@ class ErasureResult:
     """What an erasure removed.
 
     Attributes:
-        subject_hash: :func:`subject_hash` of the erased user id.
+        subject_hash: :func:`core.audit.subject_hash` of the erased user id.
         rows: rows deleted per table (tables with none are absent).
         cache_entries: response-cache entries deleted.
         redis_keys: Redis keys deleted.
+        epoch: the user's erasure epoch after this erasure (:mod:`storage.tombstones`).
+        scrub: what :func:`storage.db.scrub_deleted` did to the database files.
         audit_id: the id of the audit row written.
     """
 
@@ -76,6 +66,8 @@ class ErasureResult:
     rows: dict[str, int] = field(default_factory=dict)
     cache_entries: int = 0
     redis_keys: int = 0
+    epoch: int = 0
+    scrub: dict[str, Any] = field(default_factory=dict)
     audit_id: int | None = None
 
     @property
@@ -84,19 +76,21 @@ class ErasureResult:
         return bool(self.rows or self.cache_entries or self.redis_keys)
 
 
-def erase_user(engine: Engine, user_id: str, *, actor: str, action: str = "forget",
+def erase_user(engine: Engine, user_id: str, *, key: bytes, actor: str, action: str = "forget",
                channel: str = "", redis: Any = None, cache: Any = None, limiter: Any = None,
-               metadata: MetaData | None = None) -> ErasureResult:
-    """Delete everything of ``user_id`` and write the audit row.
+               metadata: MetaData | None = None, vacuum: str = "full") -> ErasureResult:
+    """Delete everything of ``user_id``, scrub the database files, and write the audit row.
 
     Args:
         engine: the service's database engine.
         user_id: the channel-scoped id (``telegram:42``).
-        actor, action, channel: for the audit row (see :func:`record_audit`).
+        key: the deployment's audit key (:func:`core.audit.audit_key`).
+        actor, action, channel: for the audit row (see :func:`core.audit.record_audit`).
         redis: a ``redis.Redis`` client, or ``None``.
         cache: this process's :class:`core.cache.response_cache.ResponseCache` to refresh.
         limiter: a rate limiter whose in-process counters to drop (``forget(user_id)``).
         metadata: tables to search (default ``SQLModel.metadata``).
+        vacuum: ``ERASURE_VACUUM`` (Postgres: ``full``, ``plain`` or ``off``).
     Returns:
         :class:`ErasureResult`.
     Raises:
@@ -104,25 +98,39 @@ def erase_user(engine: Engine, user_id: str, *, actor: str, action: str = "forge
         nothing already deleted comes back, and running it again finishes the job.
     """
     md = metadata or SQLModel.metadata
-    result = ErasureResult(subject_hash(user_id))
+    result = ErasureResult(subject_hash(user_id, key))
     result.cache_entries = delete_entries(engine, user_cache_ids(engine, user_id, md))
-    with engine.begin() as conn:
-        result.rows = purge_users(conn, [user_id], md)
-        conn.execute(update(AuditLog).where(AuditLog.actor == user_id)
-                     .values(actor=result.subject_hash))
-    if result.cache_entries:
-        result.rows[CacheEntry.__tablename__] = result.cache_entries
+    touched = _purge(engine, user_id, result, md)
     if redis is not None:
         result.redis_keys = erase_redis_keys(redis, user_id)
     if limiter is not None:
         limiter.forget(user_id)
     if cache is not None:
         cache.refresh_if_stale()
+    result.scrub = scrub_deleted(engine, touched, vacuum)
     result.audit_id = record_audit(
         engine, actor, action, user_id, "ok" if result.found else "not_found", channel,
-        {"rows": result.rows, "redis_keys": result.redis_keys})
+        {"rows": result.rows, "redis_keys": result.redis_keys, "scrub": result.scrub}, key=key)
     log.info("erased %s: %s", result.subject_hash, result.rows)
     return result
+
+
+def _purge(engine: Engine, user_id: str, result: ErasureResult, md: MetaData) -> list[str]:
+    """One transaction under the user's erasure lock: every row of the user, the user id in
+    old audit rows replaced by the pseudonym, the tombstone's epoch bumped. Fills
+    ``result.rows`` and ``result.epoch``; returns the tables whose files hold deleted rows."""
+    with engine.begin() as conn:
+        tombstones.lock(conn, result.subject_hash)
+        result.rows = purge_users(conn, [user_id], md)
+        if result.rows.get(CacheEntry.__tablename__):  # inserted since delete_entries ran
+            Repository(engine).bump_generation(Repository.CACHE_GENERATION, conn)
+        renamed = conn.execute(update(AuditLog).where(AuditLog.actor == user_id)
+                               .values(actor=result.subject_hash)).rowcount
+        result.epoch = tombstones.bump(conn, result.subject_hash)
+    if result.cache_entries:
+        result.rows[CacheEntry.__tablename__] = \
+            result.rows.get(CacheEntry.__tablename__, 0) + result.cache_entries
+    return sorted(set(result.rows) | ({AuditLog.__tablename__} if renamed else set()))
 
 
 def user_cache_ids(engine: Engine, user_id: str, metadata: MetaData | None = None) -> list[int]:

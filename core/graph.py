@@ -3,27 +3,30 @@ behind a safety gate.
 
 ::
 
-    triage ─(red flag)→ extract_slots → store_memory → store_response   (emergency reply)
-      │  (extracts the slots and embeds the question once; both reused downstream)
-      └→ check_similarity → extract_slots → store_memory ─(usable cache hit)→ store_response
-                                          └→ classify_intent → assemble_context
-    assemble_context ─(greeting / baseline)→ generate_answer
+    triage → extract_slots → store_memory ─(red flag)→ store_response       (emergency reply)
+      (triage extracts the slots and embeds the question once; both are reused downstream)
+                                          └→ check_similarity ─(shared cache hit)→ store_response
+                                                              └→ classify_intent → assemble_context
+    assemble_context ─(owned cache hit, same user content)→ store_response
+                     └(greeting / baseline)→ generate_answer
                      └→ retrieve ─(refine docs overlap ≥ 0.8)→ store_response
                                  └→ generate_answer ─(greeting / baseline)→ store_response
                                                     └→ refine → quality_check ─(retry)→ retrieve
                                                                               └→ store_response
 
-Resolution of the documents' order (SPEC.md §4): facts are extracted and stored right after
-the cache lookup and before intent classification, so every turn's facts are kept whatever
-path it takes (cache hit, greeting, emergency), and the intent's slot-based k sees this turn's
-slots. A cache hit is served only after ``store_memory``, against the profile as this turn left
-it. ``triage`` (issues 3 and 11) runs before everything, the cache included: it extracts the
-slots (``extract_slots`` then reuses them) and embeds the question with the bundled e5 model
-(``check_similarity`` reuses the vector), and its layers decide before the cache, retrieval and
-any generation model runs. A red flag skips the cache, retrieval and every model call (layer 3,
-the LLM second opinion, runs only with an endpoint and only on unflagged messages with a
-symptom), yet the turn's facts are still stored. An urgent-not-emergency finding sets
-``urgent_notice``, a line the agent puts above the normal answer.
+Resolution of the documents' order (SPEC.md §4): facts are extracted and stored first, before
+the cache lookup and intent classification, so every turn's facts are kept whatever path it
+takes (cache hit, greeting, emergency), the intent's slot-based k sees this turn's slots, and
+the cache's structured key (issue 15) has the extracted concepts. ``triage`` (issues 3 and 11)
+runs before everything: it extracts the slots (``extract_slots`` then reuses them) and embeds
+the question with the bundled e5 model (``check_similarity`` reuses the vector), and its layers
+decide before the cache, retrieval and any generation model. A red flag skips the cache,
+retrieval and every model call (layer 3, the LLM second opinion, runs only with an endpoint and
+only on unflagged messages with a symptom), yet the turn's facts are still extracted and
+stored. An urgent-not-emergency finding sets ``urgent_notice``, a line the agent puts above the
+normal answer. A shared cache hit is served right after ``check_similarity``; an
+answer owned by the user (built from their memory, issue 12) only after ``assemble_context``,
+when the user content of the prompt it would have now is known and equals what the answer used.
 """
 
 from __future__ import annotations
@@ -71,17 +74,17 @@ def _timed(name: str, fn: Callable[[AgentState, Services], dict[str, Any]], svc:
     return node
 
 
-def _after_triage(state: AgentState) -> str:
-    return "extract_slots" if state.get("red_flags") else "check_similarity"
-
-
 def _after_memory(state: AgentState) -> str:
-    if state.get("red_flags"):
-        return "store_response"
+    return "store_response" if state.get("red_flags") else "check_similarity"
+
+
+def _after_cache(state: AgentState) -> str:
     return "store_response" if select_hit(state) else "classify_intent"
 
 
 def _after_context(state: AgentState) -> str:
+    if state.get("cache_candidates") and select_hit(state):
+        return "store_response"  # an owned answer whose user content is unchanged
     return "generate_answer" if state["intent"]["skip_retrieval"] else "retrieve"
 
 
@@ -104,12 +107,13 @@ def build_graph(svc: Services):
     for name, fn in NODES.items():
         g.add_node(name, _timed(name, fn, svc))
     g.add_edge(START, "triage")
-    g.add_conditional_edges("triage", _after_triage, ["extract_slots", "check_similarity"])
-    g.add_edge("check_similarity", "extract_slots")
+    g.add_edge("triage", "extract_slots")
     g.add_edge("extract_slots", "store_memory")
-    g.add_conditional_edges("store_memory", _after_memory, ["store_response", "classify_intent"])
+    g.add_conditional_edges("store_memory", _after_memory, ["store_response", "check_similarity"])
+    g.add_conditional_edges("check_similarity", _after_cache, ["store_response", "classify_intent"])
     g.add_edge("classify_intent", "assemble_context")
-    g.add_conditional_edges("assemble_context", _after_context, ["generate_answer", "retrieve"])
+    g.add_conditional_edges("assemble_context", _after_context,
+                            ["store_response", "generate_answer", "retrieve"])
     g.add_conditional_edges("retrieve", _after_retrieve, ["store_response", "generate_answer"])
     g.add_conditional_edges("generate_answer", _after_generate, ["store_response", "refine"])
     g.add_edge("refine", "quality_check")

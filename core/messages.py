@@ -26,7 +26,9 @@ class InboundMessage(BaseModel):
             ``forget``, ``admin``), ``None`` for an ordinary message.
         args: the command's arguments (e.g. ``["profile", "telegram:42"]`` for ``/admin``).
         message_id: the platform's id of the message (Telegram message id, Slack event id),
-            for logs and de-duplication; not used by the agent.
+            kept in the turn to recognise a delivery repeated after a crash.
+        turn_id: the turn already written for this message (write-ahead by
+            :meth:`core.agent.Agent.accept`); ``None``: the agent writes it first.
     """
 
     channel: str = "console"
@@ -40,6 +42,7 @@ class InboundMessage(BaseModel):
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     message_id: str | None = None
+    turn_id: int | None = None
 
     @property
     def session(self) -> str:

@@ -48,14 +48,18 @@ class SessionSerializer:
 
     Args:
         redis: a ``redis.Redis`` client for the cross-process session lock, or ``None``.
-        lock_ttl_s: seconds a crashed holder keeps a session's Redis lock.
+        lock_ttl_s: seconds a crashed holder keeps a session's Redis lock (a live holder
+            renews it every third of that while its job runs, so a long turn keeps it).
+        wait_s: how long a job waits for a session lock another process holds before it runs
+            anyway (longer than any turn: LLM timeouts and retries).
 
     Must be used from one asyncio event loop.
     """
 
-    def __init__(self, redis: Any = None, lock_ttl_s: float = 300.0) -> None:
+    def __init__(self, redis: Any = None, lock_ttl_s: float = 30.0, wait_s: float = 300.0) -> None:
         self.redis = redis
         self.lock_ttl_s = lock_ttl_s
+        self.wait_s = wait_s
         self._queues: dict[str, deque[tuple[Job, asyncio.Future]]] = {}
         self._workers: dict[str, asyncio.Task] = {}
 
@@ -103,16 +107,30 @@ class SessionSerializer:
         if self.redis is None:
             return await job()
         lock = self.redis.lock(session_lock_key(session_id), timeout=self.lock_ttl_s,
-                               blocking_timeout=self.lock_ttl_s, thread_local=False)
+                               blocking_timeout=self.wait_s, thread_local=False)
         acquired = await asyncio.to_thread(lock.acquire)
         if not acquired:
             log.warning("session lock of %s not acquired in %.0f s; running anyway",
-                        session_id, self.lock_ttl_s)
+                        session_id, self.wait_s)
+        renew = asyncio.create_task(self._renew(lock)) if acquired else None
         try:
             return await job()
         finally:
+            if renew is not None:
+                renew.cancel()
             if acquired:
                 await asyncio.to_thread(_release_quietly, lock)
+
+    async def _renew(self, lock: Any) -> None:
+        """Reset the lock's TTL every third of it while the job runs (a crashed process's
+        lock then lapses within ``lock_ttl_s``, a live one's never)."""
+        while True:
+            await asyncio.sleep(self.lock_ttl_s / 3)
+            try:
+                await asyncio.to_thread(lock.reacquire)
+            except Exception as exc:  # lost meanwhile: the job goes on, unordered
+                log.warning("session lock %s not renewed: %r", lock.name, exc)
+                return
 
 
 def _release_quietly(lock: Any) -> None:

@@ -26,14 +26,12 @@ class AgentState(TypedDict, total=False):
     lang: str
     flags: Any  # config.flags.FeatureFlags
     notes: list[str]
+    erasure_epoch: int | None  # the user's erasure epoch at the turn's start (storage.tombstones)
     # triage (issue 11): also sets slots (reused by extract_slots) and question_vec (reused by
     # check_similarity) when the configured embedder is the bundled e5
     red_flags: list[dict[str, Any]]  # category, matched (evidence), layer (1 rules, 2 classifier, 3 LLM)
     triage: dict[str, Any]  # core.safety.TriageResult.trace(): flags, p_emergency, findings, notes
     urgent_notice: str  # the "see a doctor today" line added above a normal answer, or ""
-    # check_similarity
-    question_vec: np.ndarray | None
-    cache_candidates: list[dict[str, Any]]
     # extract_slots / store_memory
     slots: Any  # core.extraction.Slots
     turn_id: int
@@ -42,18 +40,29 @@ class AgentState(TypedDict, total=False):
     profile_terms_all: list[str]
     profile_fingerprint: str
     profile_changed: bool
+    profile_names: dict[str, list[str]]  # medication / condition -> names, Korean and English
+    user_values: list[str]  # the user's measurements the question is about ("혈압 160/100 mmHg")
+    profile_demographics: dict[str, Any]  # age, sex, pregnant as stored
+    # check_similarity (after store_memory: the structured key needs the concepts)
+    question_vec: np.ndarray | None
+    cache_key: dict[str, str]  # core.cache.key.CacheKey.to_dict()
+    cache_candidates: list[dict[str, Any]]
     # classify_intent
     intent: dict[str, Any]
+    qtype: dict[str, Any]  # core.qtype: label, confidence (the answer follows the question type)
     # assemble_context
     plan: dict[str, int]
     sections: dict[str, str]
     memory: dict[str, Any]  # tiers: tokens, summary ids, working turn ids, semantic facts
     retrieval_query: str
+    profile_fill_in: list[str]  # profile names added because the question points at them
     # retrieve
     docs: list[dict[str, Any]]
     retrieval: dict[str, Any]
     previous_doc_hashes: list[str]
     # generate_answer
+    evidence: dict[str, Any]  # core.evidence: candidates, floor, kept, ranked sentences
+    citations: dict[str, Any]  # core.citations: the LLM answer's [n] checked against document n
     compression: dict[str, Any]
     answer: str
     generator: str

@@ -51,6 +51,28 @@ def is_self_referential(text: str) -> bool:
     return bool(_SELF.search(text))
 
 
+_MY = r"\bmy\s+(?:\w+\s+){0,2}?"
+_OWN = {
+    "medication": re.compile(
+        _MY + r"(?:medications?|medicines?|meds|pills?|tablets?|drugs?|prescriptions?)\b"
+        r"|\b(?:medications?|medicines?|meds|pills?|tablets?|drugs?)\s+(?:that\s+)?i(?:'m| am)?\s+"
+        r"(?:take|taking|use|using|on)\b|\bwhat\s+i(?:'m| am)\s+(?:taking|on)\b"
+        r"|(?:제|내|저의|나의)\s*(?:\S{0,4})약|(?:먹는|먹고\s*있는|드시는|복용하는|복용\s*중인|처방받은|처방\s*받은)\s*"
+        r"(?:\S{0,4})약", re.I),
+    "condition": re.compile(
+        _MY + r"(?:conditions?|diseases?|illness(?:es)?|diagnos[ie]s)\b"
+        r"|(?:제|내|저의|나의)\s*(?:지병|병|질환|질병)|(?:앓고\s*있는|가진|가지고\s*있는)\s*(?:병|질환|질병)", re.I),
+}
+
+
+def own_references(text: str) -> set[str]:
+    """Which of the user's own slots a question points at without naming them: ``medication``
+    (``my medication``, ``the pills I take``, ``제가 먹는 약``, ``제 혈압약``) and/or ``condition``
+    (``my condition``, ``제 병``). The retrieval query is then filled in with the profile's names
+    of that slot (issue 14); a question that points at neither gets no profile term."""
+    return {slot for slot, rx in _OWN.items() if rx.search(text)}
+
+
 def question_key(text: str) -> str:
     """MD5 of the normalised question (NFKC, case-folded, punctuation and spaces removed).
 

@@ -99,7 +99,52 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA secure_delete=ON")  # deleted content is overwritten with zeros (issue 12)
     cur.close()
+
+
+def scrub_deleted(engine: Engine, tables: list[str], vacuum: str = "full") -> dict[str, object]:
+    """Make deleted rows unreadable in the database's files, after an erasure (issue 12).
+
+    - **SQLite** (``secure_delete`` is on for every connection, so deleted cells and pages are
+      zeroed): ``PRAGMA wal_checkpoint(TRUNCATE)`` copies the WAL into the main file and
+      truncates the WAL to zero bytes, so no earlier page image with the rows stays in ``-wal``.
+      It waits (busy timeout) for readers of the WAL to finish.
+    - **Postgres**: ``VACUUM (FULL)`` (``vacuum="full"``: the table and its indexes and TOAST
+      are rewritten into new files, so the dead rows' bytes are gone from the relation files)
+      or plain ``VACUUM`` (``"plain"``: dead rows are pruned and their space made reusable; the
+      bytes may stay in the page until overwritten) of each table in ``tables`` that the
+      current role owns, outside a transaction; ``"off"`` skips it. WAL segments and backups
+      keep copies until they are recycled (see the README's operator section).
+
+    Args:
+        tables: names of the tables rows were deleted from.
+        vacuum: ``full``, ``plain`` or ``off`` (Postgres only).
+    Returns:
+        What was done, for the audit row: ``{"sqlite_checkpoint": [busy, wal frames,
+        checkpointed]}`` or ``{"vacuum": mode, "vacuumed": [...], "not_permitted": [...]}``.
+    """
+    dialect = engine.dialect.name
+    if dialect == "sqlite":
+        if not engine.url.database or engine.url.database == ":memory:":
+            return {}
+        with engine.connect() as conn:
+            row = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if row and row[0]:
+            log.warning("WAL checkpoint after an erasure was blocked by readers: %s", list(row))
+        return {"sqlite_checkpoint": list(row) if row else None}
+    if dialect != "postgresql" or vacuum == "off" or not tables:
+        return {"vacuum": "off"} if dialect == "postgresql" else {}
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        owned = set(conn.execute(text(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relname = ANY(:names) "
+            "AND pg_has_role(current_user, c.relowner, 'USAGE')"), {"names": list(tables)}).scalars())
+        done = sorted(t for t in tables if t in owned)
+        for name in done:
+            quoted = '"' + name.replace('"', '""') + '"'
+            conn.exec_driver_sql(f"VACUUM (FULL) {quoted}" if vacuum == "full" else f"VACUUM {quoted}")
+    return {"vacuum": vacuum, "vacuumed": done, "not_permitted": sorted(set(tables) - owned)}
 
 
 # -- migrations ------------------------------------------------------------------------------

@@ -104,12 +104,19 @@ class MemorySummary(SQLModel, table=True):
 
 
 class CacheEntry(SQLModel, table=True):
-    """A verified answer for reuse (SPEC.md §5).
+    """A verified answer for reuse (SPEC.md §5, §11).
 
-    ``owner_user_id`` is set when the answer used that user's profile; such an entry is served
-    only to that user and only while ``profile_fingerprint`` still matches their profile.
-    ``embedding`` is the float32 question vector (L2-normalised) so the FAISS index can be rebuilt
+    ``owner_user_id`` is set when the answer's prompt held anything of that user (profile,
+    dialogue, summaries, facts, a query rewritten with them; issue 12); such an entry is served
+    only to that user and only while ``profile_fingerprint`` (the MD5 of that user content,
+    :func:`core.cache.ownership.personal_fingerprint`) still matches.
+    ``embedding`` is the float32 question vector (L2-normalised) so the mirror can be rebuilt
     from this table at any time.
+    The structured key (:mod:`core.cache.key`, issue 15): ``struct_key`` is the MD5 of
+    ``concept_key`` (CUI:status, sorted), ``qtype``, ``lang``, ``polarity`` (hard contrast
+    classes) and ``numbers``; ``soft_polarity`` vetoes on opposite poles only.
+    ``prompt_tokens``, ``llm_calls`` and ``generation_ms`` (the nodes a hit skips) are what a
+    hit saves (admin ``stats``).
     """
 
     id: int | None = Field(default=None, primary_key=True)
@@ -129,6 +136,14 @@ class CacheEntry(SQLModel, table=True):
     hits: int = 0
     created_at: datetime = Field(default_factory=utcnow)
     last_used_at: datetime = Field(default_factory=utcnow, index=True)
+    struct_key: str | None = Field(default=None, index=True, max_length=32)
+    concept_key: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    qtype: str = Field(default="", max_length=32)
+    polarity: str = Field(default="", max_length=400)
+    soft_polarity: str = Field(default="", max_length=200)
+    numbers: str = Field(default="", max_length=400)
+    prompt_tokens: int = 0
+    llm_calls: int = 0
 
 
 # -- infrastructure tables (job locks, cache generation) ------------------------------------
@@ -161,10 +176,12 @@ class AuditLog(SQLModel, table=True):
     """One admin action or erasure, kept when everything of a user is erased.
 
     No column refers to a user (no ``user_id``-style name), so erasure and retention leave
-    these rows; ``subject_hash`` is the SHA-256 (first 32 hex digits) of the target user id,
-    never the id itself, and ``detail`` never holds user text. ``actor`` is the admin's
-    channel-scoped id (``telegram:42``), ``cli:<login>`` from the shell, or a hash when the
-    actor is an ordinary user (``/forget``, a refused admin command).
+    these rows; ``subject_hash`` is the keyed HMAC-SHA256 pseudonym of the target user id
+    (:func:`core.audit.subject_hash`, ``hmac-sha256:`` + 32 hex digits), never the id itself,
+    and ``detail`` never holds user text. ``actor`` is the admin's channel-scoped id
+    (``telegram:42``), ``cli:<login>`` from the shell, or a pseudonym when the actor is an
+    ordinary user (``/forget``, a refused admin command). Rows written before migration 0005
+    hold ``legacy:`` pseudonyms instead (see that migration).
     ``action``: ``profile``, ``clear``, ``stats``, ``forget``; ``outcome``: ``ok``,
     ``refused``, ``error``, ``not_found``.
     """
@@ -177,3 +194,16 @@ class AuditLog(SQLModel, table=True):
     subject_hash: str | None = Field(default=None, max_length=64)
     outcome: str = Field(default="ok", max_length=16)
     detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class ErasureTombstone(SQLModel, table=True):
+    """How many times a user was erased (issue 12), so that a turn that started before an
+    erasure cannot write the user back afterwards (:mod:`storage.tombstones`).
+
+    ``subject_hash`` is the user's keyed pseudonym (:func:`core.audit.subject_hash`), never the
+    id; ``epoch`` counts the erasures; ``erased_at`` is the last one (UTC).
+    """
+
+    subject_hash: str = Field(primary_key=True, max_length=64)
+    epoch: int = 0
+    erased_at: datetime = Field(default_factory=utcnow)

@@ -5,55 +5,140 @@ Every write commits before it returns, so a crash after a call loses nothing tha
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, update
+from sqlalchemy import case, func, or_, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from storage import tombstones
 from storage.models import CacheEntry, Fact, MemorySummary, Turn, User, utcnow
 
 
 class Repository:
-    """Typed access to users, turns, facts and cache entries over one engine."""
+    """Typed access to users, turns, facts and cache entries over one engine.
 
-    def __init__(self, engine: Engine) -> None:
+    Args:
+        engine: the database.
+        pseudonym: maps a user id to its keyed pseudonym (:func:`core.audit.subject_hash`), the
+            key of the erasure tombstones; without it writes are not guarded against a
+            concurrent erasure (:mod:`storage.tombstones`).
+    """
+
+    def __init__(self, engine: Engine, pseudonym: Callable[[str], str] | None = None) -> None:
         self.engine = engine
+        self.pseudonym = pseudonym
 
     # -- users and turns -------------------------------------------------------------------
     def ensure_user(self, user_id: str, locale: str | None = None) -> None:
         """Create the user row if missing and update ``last_seen_at`` (and locale if given)."""
         with Session(self.engine) as s:
-            user = s.get(User, user_id)
-            if user is None:
-                user = User(id=user_id, locale=locale)
-            user.last_seen_at = utcnow()
-            if locale:
-                user.locale = locale
-            s.add(user)
+            _touch_user(s, user_id, locale)
             s.commit()
 
-    def add_turn(self, user_id: str, session_id: str, text: str, lang: str) -> int:
-        """Persist the user's message before anything else happens; returns the turn id."""
-        self.ensure_user(user_id)
+    def erasure_epoch(self, user_id: str) -> int | None:
+        """The user's erasure epoch now (0: never erased); a turn reads it when it starts and
+        passes it to its writes. ``None`` without a pseudonym (writes then go unguarded)."""
+        if self.pseudonym is None:
+            return None
+        with self.engine.connect() as conn:
+            return tombstones.epoch(conn, self.pseudonym(user_id))
+
+    def add_turn(self, user_id: str, session_id: str, text: str, lang: str,
+                 epoch: int | None = None, meta: dict[str, Any] | None = None) -> int:
+        """Persist the user's message before anything else happens; returns the turn id.
+
+        Args:
+            epoch: :meth:`erasure_epoch` when the turn started; ``None`` writes unguarded.
+            meta: the write-ahead record (JSON: ``state``, ``owner``, ``message_id``..., see
+                :mod:`core.recovery`).
+        Raises:
+            storage.tombstones.UserErased: the user was erased since (nothing is written).
+        """
         with Session(self.engine) as s:
-            turn = Turn(user_id=user_id, session_id=session_id, user_text=text, lang=lang)
+            subject = self._lock(s, user_id, epoch)
+            _touch_user(s, user_id, None)
+            s.flush()  # the first write: on SQLite the write lock is held from here
+            turn = Turn(user_id=user_id, session_id=session_id, user_text=text, lang=lang,
+                        meta=dict(meta or {}))
             s.add(turn)
+            s.flush()
+            if subject is not None:
+                tombstones.verify(s.connection(), subject, epoch)  # type: ignore[arg-type]
             s.commit()
             return int(turn.id)  # type: ignore[arg-type]
 
+    def _lock(self, s: Session, user_id: str, epoch: int | None) -> str | None:
+        """The user's pseudonym with its erasure lock taken, or ``None`` (unguarded write)."""
+        if epoch is None or self.pseudonym is None:
+            return None
+        subject = self.pseudonym(user_id)
+        tombstones.lock(s.connection(), subject)
+        return subject
+
     def set_reply(self, turn_id: int, reply: str, cache_hit: bool, meta: dict[str, Any]) -> None:
-        """Store the bot's reply of a turn (and a JSON-serialisable ``meta``)."""
+        """Store the bot's reply of a turn; ``meta`` (JSON-serialisable) is merged into the
+        turn's, whose ``state`` becomes ``answered``.
+
+        Raises:
+            storage.tombstones.UserErased: the turn no longer exists (erased meanwhile).
+        """
         with Session(self.engine) as s:
             turn = s.get(Turn, turn_id)
             if turn is None:
-                raise KeyError(f"turn {turn_id} does not exist")
-            turn.reply, turn.cache_hit, turn.meta = reply, cache_hit, meta
+                raise tombstones.UserErased(f"turn {turn_id} does not exist")
+            turn.reply, turn.cache_hit = reply, cache_hit
+            turn.meta = {**(turn.meta or {}), **meta, "state": "answered"}
             turn.answered_at = utcnow()
             s.add(turn)
             s.commit()
+
+    def turn(self, turn_id: int) -> Turn | None:
+        """One turn by id (``None`` when it does not exist)."""
+        with Session(self.engine) as s:
+            return s.get(Turn, turn_id)
+
+    def turn_by_message(self, session_id: str, message_id: str,
+                        within: timedelta = timedelta(days=1)) -> Turn | None:
+        """The turn written for the platform message ``message_id`` of a session (its
+        ``meta["message_id"]``) in the last ``within``, to recognise a delivery repeated after
+        a crash (platforms redeliver within minutes)."""
+        with Session(self.engine) as s:
+            q = (select(Turn).where(Turn.session_id == session_id)
+                 .where(col(Turn.created_at) >= utcnow() - within)
+                 .where(Turn.meta["message_id"].as_string() == message_id)  # type: ignore[index]
+                 .order_by(col(Turn.id)))
+            return s.exec(q).first()
+
+    def unanswered_turns(self, limit: int = 1000) -> list[Turn]:
+        """Turns without a reply, oldest first (crash recovery looks among them)."""
+        with Session(self.engine) as s:
+            q = select(Turn).where(col(Turn.reply).is_(None)).order_by(col(Turn.id)).limit(limit)
+            return list(s.exec(q).all())
+
+    def update_turn_meta(self, turn_id: int, changes: dict[str, Any],
+                         if_owner: str | None = None) -> bool:
+        """Merge ``changes`` into a turn's ``meta``.
+
+        Args:
+            if_owner: only when ``meta["owner"]`` still equals it and the turn has no reply
+                (a compare-and-set: of two processes claiming an interrupted turn, one wins).
+        Returns:
+            True when the row was updated.
+        """
+        with Session(self.engine) as s:
+            turn = s.get(Turn, turn_id)
+            if turn is None:
+                return False
+            q = update(Turn).where(col(Turn.id) == turn_id)
+            if if_owner is not None:
+                q = q.where(col(Turn.reply).is_(None)).where(
+                    Turn.meta["owner"].as_string() == if_owner)  # type: ignore[index]
+            res = s.exec(q.values(meta={**(turn.meta or {}), **changes}))  # type: ignore[call-overload]
+            s.commit()
+            return bool(res.rowcount)
 
     def recent_turns(self, user_id: str, limit: int, before_id: int | None = None) -> list[Turn]:
         """The user's last ``limit`` turns (oldest first), optionally only those before a turn."""
@@ -80,18 +165,50 @@ class Repository:
             return list(s.exec(q.order_by(col(Fact.id))).all())
 
     def save_facts(self, new: Iterable[Fact], updated: Iterable[Fact],
-                   superseded_ids: Sequence[int] = ()) -> None:
-        """Insert ``new``, merge ``updated`` and flag ``superseded_ids`` in one transaction."""
+                   superseded_ids: Sequence[int] = (),
+                   mentions_added: Mapping[int, int] | None = None) -> None:
+        """Insert ``new``, update ``updated`` and flag ``superseded_ids`` in one transaction.
+
+        A stored fact of ``updated`` is changed by atomic SQL (``mentions = mentions + n``,
+        ``confidence`` the larger, ``chronic`` or-ed, ``source_turns`` the union read under the
+        row's write lock), never by writing back a value read earlier, so concurrent turns of
+        one user lose no mention (issue 12).
+
+        Args:
+            mentions_added: per stored fact id, the mentions this message added; ``None``
+                means one each.
+        """
         with Session(self.engine) as s:
             for fact in new:
                 s.add(fact)
-            for fact in updated:
-                s.merge(fact)
+            for fact in sorted(updated, key=lambda f: f.id or 0):  # one lock order: no deadlock
+                if fact.id is None:
+                    s.merge(fact)
+                else:
+                    n = 1 if mentions_added is None else mentions_added.get(fact.id, 0)
+                    self._bump_fact(s, fact, n)
             if superseded_ids:
                 for fact in s.exec(select(Fact).where(col(Fact.id).in_(list(superseded_ids)))):
                     fact.superseded = True
                     s.add(fact)
             s.commit()
+
+    @staticmethod
+    def _bump_fact(s: Session, fact: Fact, mentions: int) -> None:
+        """Atomic update of a stored fact mentioned again (see :meth:`save_facts`)."""
+        res = s.exec(update(Fact).where(col(Fact.id) == fact.id).values(  # type: ignore[call-overload]
+            mentions=col(Fact.mentions) + mentions, observed_at=fact.observed_at,
+            confidence=case((col(Fact.confidence) < fact.confidence, fact.confidence),
+                            else_=col(Fact.confidence)),
+            chronic=or_(col(Fact.chronic), bool(fact.chronic))))
+        if not res.rowcount:
+            return  # erased meanwhile
+        stored = s.exec(select(Fact.source_turns).where(col(Fact.id) == fact.id)).one()
+        merged = list(stored or [])
+        merged += [t for t in (fact.source_turns or []) if t not in merged]
+        if merged != list(stored or []):
+            s.exec(update(Fact).where(col(Fact.id) == fact.id)  # type: ignore[call-overload]
+                   .values(source_turns=merged))
 
     # -- compressed memory -----------------------------------------------------------------
     def uncompressed_blocks(self, user_id: str, size: int = 5) -> list[list[Turn]]:
@@ -138,9 +255,24 @@ class Repository:
 
     # -- response cache --------------------------------------------------------------------
     def add_cache_entry(self, entry: CacheEntry) -> int:
-        """Insert a cache entry; returns its id."""
+        """Insert a cache entry; returns its id.
+
+        Raises:
+            storage.tombstones.UserErased: its ``source_turn_id`` turn or its owner no longer
+                exists (erased while the turn ran); nothing is written.
+        """
         with Session(self.engine) as s:
+            owner = entry.owner_user_id or (s.exec(select(Turn.user_id).where(
+                Turn.id == entry.source_turn_id)).first() if entry.source_turn_id is not None else None)
+            if owner and self.pseudonym is not None:
+                tombstones.lock(s.connection(), self.pseudonym(owner))
             s.add(entry)
+            s.flush()  # the first write: on SQLite the write lock is held from here
+            gone = (entry.source_turn_id is not None and s.get(Turn, entry.source_turn_id) is None) \
+                or (entry.owner_user_id is not None and s.get(User, entry.owner_user_id) is None)
+            if gone:
+                s.rollback()
+                raise tombstones.UserErased("the turn or owner of this cache entry was erased")
             s.commit()
             return int(entry.id)  # type: ignore[arg-type]
 
@@ -167,13 +299,10 @@ class Repository:
 
     def touch_cache_entry(self, entry_id: int, when: datetime | None = None) -> None:
         """Record a hit: ``hits += 1`` and ``last_used_at = now`` (LRU order, SPEC.md §5)."""
-        with Session(self.engine) as s:
-            entry = s.get(CacheEntry, entry_id)
-            if entry is not None:
-                entry.hits += 1
-                entry.last_used_at = when or utcnow()
-                s.add(entry)
-                s.commit()
+        with Session(self.engine) as s:  # atomic: concurrent hits are all counted
+            s.exec(update(CacheEntry).where(col(CacheEntry.id) == entry_id)  # type: ignore[call-overload]
+                   .values(hits=col(CacheEntry.hits) + 1, last_used_at=when or utcnow()))
+            s.commit()
 
     def delete_cache_entries(self, ids: Sequence[int]) -> int:
         """Delete entries by id; returns how many rows went."""
@@ -185,6 +314,15 @@ class Repository:
                 s.delete(r)
             s.commit()
             return len(rows)
+
+    # -- response cache: structured key (issue 15) ------------------------------------------
+    def cache_vectors_by_key(self, embedder: str) -> list[tuple[int, bytes, str | None, str]]:
+        """(id, float32 bytes, struct_key, soft_polarity) of every entry made by ``embedder``,
+        to rebuild the cache mirror and its key groups."""
+        with Session(self.engine) as s:
+            q = select(CacheEntry.id, CacheEntry.embedding, CacheEntry.struct_key,
+                       CacheEntry.soft_polarity).where(CacheEntry.embedder == embedder)
+            return [(int(i), bytes(v), k, p or "") for i, v, k, p in s.exec(q).all()]
 
     # -- infrastructure (storage/db, jobs): cache mirror version ---------------------------------
     # Added for the scheduled jobs (bot/scheduler.py); ResponseCache compares cache_version()
@@ -221,3 +359,14 @@ class Repository:
             return None
         conn.execute(stmt)  # a concurrent caller created it first
         return None
+
+
+def _touch_user(s: Session, user_id: str, locale: str | None) -> None:
+    """Create the user row if missing, else update ``last_seen_at`` (and locale if given)."""
+    user = s.get(User, user_id)
+    if user is None:
+        user = User(id=user_id, locale=locale)
+    user.last_seen_at = utcnow()
+    if locale:
+        user.locale = locale
+    s.add(user)

@@ -13,7 +13,7 @@ from sqlmodel import Session
 from adapters.common import Frontdesk
 from conftest import make_settings
 from core.admin import AdminService, percentile, record_turn_metrics, service_stats
-from core.erasure import subject_hash
+from core.audit import subject_hash
 from core.messages import InboundMessage
 from storage.db import make_engine
 from storage.models import AuditLog, MemorySummary
@@ -73,12 +73,14 @@ def test_only_configured_ids_are_admins_and_every_command_is_audited(tmp_path):
     with Session(engine) as s:
         audit = [(a.actor, a.action, a.outcome, a.subject_hash)
                  for a in s.exec(select(AuditLog).order_by(AuditLog.id)).scalars()]
+    pseudonym = subject_hash("telegram:1", admin.key)
+    assert pseudonym.startswith("hmac-sha256:") and len(pseudonym) == 44
     assert audit == [
-        (subject_hash("telegram:1"), "stats", "refused", None),
-        (ADMIN, "profile", "ok", subject_hash("telegram:1")),
+        (pseudonym, "stats", "refused", None),
+        (ADMIN, "profile", "ok", pseudonym),
         (ADMIN, "stats", "ok", None),
-        (ADMIN, "clear", "ok", subject_hash("telegram:1")),
-        (ADMIN, "profile", "not_found", subject_hash("telegram:1")),
+        (ADMIN, "clear", "ok", pseudonym),
+        (ADMIN, "profile", "not_found", pseudonym),
     ]
     engine.dispose()
 

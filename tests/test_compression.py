@@ -291,7 +291,7 @@ def test_hybrid_summarises_the_extract_at_the_target_ratio(chunks, server):
     for req, doc, row, quoted in zip(reqs, docs, result.report["docs"], result.quote_docs):
         extract = extract_document(doc["text"], set(tokenize(query)), int(row["budget"] * 0.6), FIND).text
         assert extract and extract == quoted["text"]  # the offline generator gets the verbatim extract
-        assert req["messages"][1]["content"].endswith("Document:\n" + extract)
+        assert req["messages"][1]["content"].endswith("\n\n" + extract + "\n</document>")
         assert row["llm_input_tokens"] <= 0.6 * row["budget"] < count_tokens(doc["text"])
         assert row["method"] == "hybrid"
     assert [d["text"] for d in result.docs] == ["First summary.", "Second summary."]
@@ -301,24 +301,30 @@ def test_hybrid_summarises_the_extract_at_the_target_ratio(chunks, server):
 
 def test_generate_answer_puts_the_report_in_its_update(chunks, agent):
     docs = pick(chunks, "en", 2)
-    state = {**state_for(docs, 150), "intent": {"label": "question"}, "mode": "ai_agent",
+    budget = 150  # the selected evidence of these two documents (217 tokens) overflows it
+    state = {**state_for(docs, budget), "intent": {"label": "question"}, "mode": "ai_agent",
              "sections": {"system": "You help.", "question": "What is CKD?"}, "notes": []}
     out = generate_answer(state, agent.services)
     r = out["compression"]
-    assert r["tokens_before"] > 150 >= r["tokens_after"] and out["llm_calls"] == 0
-    assert count_tokens(out["sections"]["documents"]) <= 150
-    assert any(n.startswith("context compression (extractive)") for n in out["notes"])
+    assert r["tokens_before"] > budget >= r["tokens_after"] and out["llm_calls"] == 0
+    assert count_tokens(out["sections"]["documents"]) <= budget
+    assert any(n.startswith("context compression (") and "extractive)" in n for n in out["notes"])
     for line in (ln for ln in out["answer"].splitlines() if ln.startswith("- ")):
         m = BULLET.match(line)
         assert m.group("body") in docs[int(m.group("n")) - 1]["text"]
 
 
+# The prompt's documents are the selected evidence sentences (issue 14); this question's evidence
+# (three sentences of the metformin document) overflows the least documents budget allowed.
+AGENT_Q = "How should I take metformin?"
+
+
 def test_agent_with_a_small_documents_budget_compresses(tmp_path, default_index, chunks):
-    agent = Agent(make_settings(tmp_path, default_index, DOCUMENTS_BUDGET=150))
-    reply = agent.handle(InboundMessage(user_id="comp:1", text="What are the side effects of metformin?"))
+    agent = Agent(make_settings(tmp_path, default_index, DOCUMENTS_BUDGET=100))
+    reply = agent.handle(InboundMessage(user_id="comp:1", text=AGENT_Q))
     notes = [n for n in reply.trace["notes"] if n.startswith("context compression")]
-    assert notes and "(budget 150)" in notes[0], reply.trace["notes"]
-    assert count_tokens(reply.trace["prompt_sections"]["documents"]) <= 150
+    assert notes and "(budget 100)" in notes[0], reply.trace["notes"]
+    assert count_tokens(reply.trace["prompt_sections"]["documents"]) <= 100
     assert reply.trace["prompt_tokens"] <= agent.settings.token_budget
     assert reply.trace["generator"] == "offline" and reply.sources
     by_id = {}
@@ -327,7 +333,7 @@ def test_agent_with_a_small_documents_budget_compresses(tmp_path, default_index,
     for line in (ln for ln in reply.text.splitlines() if ln.startswith("- ")):
         m = BULLET.match(line)
         assert any(m.group("body") in t for t in by_id[reply.sources[int(m.group("n")) - 1].doc_id])
-    plain = agent.handle(InboundMessage(user_id="comp:2", text="What are the side effects of metformin?",
+    plain = agent.handle(InboundMessage(user_id="comp:2", text=AGENT_Q,
                                         flags={"context_compression_enabled": False,
                                                "response_cache_enabled": False}))
     assert not any(n.startswith("context compression") for n in plain.trace["notes"])
@@ -335,7 +341,7 @@ def test_agent_with_a_small_documents_budget_compresses(tmp_path, default_index,
 
 def _llm_agent(tmp_path, index, server, **env) -> Agent:
     return Agent(make_settings(tmp_path, index, OPENAI_BASE_URL=server.base_url, LLM_MODEL="fake-model",
-                               OPENAI_API_KEY="sk-test", DOCUMENTS_BUDGET=150, **env))
+                               OPENAI_API_KEY="sk-test", DOCUMENTS_BUDGET=100, **env))
 
 
 SUMMARY = "Metformin can cause diarrhoea and nausea; take it with meals."
@@ -348,13 +354,13 @@ def _responder(body: dict) -> str:
 def test_agent_abstractive_summary_reaches_the_llm_prompt(tmp_path, default_index, server):
     agent = _llm_agent(tmp_path, default_index, server)
     server.default_chat = _responder
-    reply = agent.handle(InboundMessage(user_id="comp:llm", text="What are the side effects of metformin?",
+    reply = agent.handle(InboundMessage(user_id="comp:llm", text=AGENT_Q,
                                         flags={"compression_strategy": "abstractive"}))
     reqs = [r["json"] for r in server.requests_to("/chat/completions")]
     summaries = [r for r in reqs if is_summary_request(r)]
     gen = next(r for r in reqs if not is_summary_request(r) and "response_format" not in r)
     assert summaries and reply.trace["generator"] == "llm"
-    assert SUMMARY in gen["messages"][0]["content"]
+    assert SUMMARY in gen["messages"][1]["content"] and SUMMARY not in gen["messages"][0]["content"]
     assert reply.trace["llm_calls"] == len(reqs)  # summaries + answer + judge
     assert any(n.startswith("context compression (abstractive)") for n in reply.trace["notes"])
 
@@ -362,7 +368,7 @@ def test_agent_abstractive_summary_reaches_the_llm_prompt(tmp_path, default_inde
 def test_offline_fallback_never_quotes_the_summary(tmp_path, default_index, server, chunks):
     agent = _llm_agent(tmp_path, default_index, server, LLM_MAX_RETRIES=0)
     server.script_chat(SUMMARY, 500, 500)  # the summary works, then the endpoint fails
-    reply = agent.handle(InboundMessage(user_id="comp:down", text="What are the side effects of metformin?",
+    reply = agent.handle(InboundMessage(user_id="comp:down", text=AGENT_Q,
                                         flags={"compression_strategy": "abstractive",
                                                "self_refine_enabled": False}))
     assert reply.trace["generator"] == "offline"

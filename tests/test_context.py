@@ -6,8 +6,8 @@ import pytest
 
 from config.flags import FeatureFlags
 from core.cache.response_cache import CacheCandidate, usable
-from core.context import (SEPARATOR_RESERVE, assemble_messages, plan_tokens, prompt_tokens,
-                          render_dialogue, render_documents, render_section)
+from core.context import (SEPARATOR_RESERVE, assemble_messages, frame_tokens, plan_tokens,
+                          prompt_tokens, render_dialogue, render_documents, render_section)
 from core.nodes.intent import classify
 from core.quality import heuristic_score, parse_judge
 from core.tokens import count_tokens
@@ -15,7 +15,7 @@ from core.tokens import count_tokens
 
 def test_plan_splits_history_semantic_20_compressed_30_working_50():
     p = plan_tokens(4000, 400, 900, 100)
-    rem = 4000 - 400 - 900 - 100 - SEPARATOR_RESERVE
+    rem = 4000 - 400 - 900 - 100 - SEPARATOR_RESERVE - frame_tokens()
     assert (p.semantic, p.compressed) == (int(rem * 0.2), int(rem * 0.3))
     assert p.semantic + p.compressed + p.working == rem
     assert p.working >= rem // 2

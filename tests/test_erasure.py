@@ -14,7 +14,8 @@ from sqlmodel import Session, SQLModel
 
 from adapters.common import Frontdesk
 from conftest import make_settings
-from core.erasure import erase_user, subject_hash, user_key_pattern
+from core.audit import audit_key, subject_hash
+from core.erasure import erase_user, user_key_pattern
 from core.messages import InboundMessage
 from core.ordering import user_key_prefix
 from storage.models import AuditLog, CacheEntry, Turn
@@ -23,6 +24,7 @@ ALICE, BOB = "telegram:1001", "telegram:1002"
 ALICE_TEXTS = ["I am 61 years old and take amlodipine", "My blood pressure is 150/95",
                "What are the side effects of amlodipine?"]
 BOB_TEXT = "What is a normal heart rate?"
+KEY = b"test-audit-key-" * 3
 
 
 def _turns(fd: Frontdesk, user: str, texts: list[str]) -> None:
@@ -103,8 +105,9 @@ def test_forget_erases_every_table_key_and_cache_entry(db_url, redis_url, tmp_pa
     assert "othermodule:telegram:10010:seen" in keys and f"{user_key_prefix(BOB)}memo" in keys
     forget = [r for r in rows["auditlog"] if r["action"] == "forget"]
     assert len(forget) == 1 and forget[0]["outcome"] == "ok"
-    assert forget[0]["subject_hash"] == subject_hash(ALICE)
-    assert forget[0]["actor"] == subject_hash(ALICE)
+    key = audit_key(settings)
+    assert forget[0]["subject_hash"] == subject_hash(ALICE, key)
+    assert forget[0]["actor"] == subject_hash(ALICE, key)
     detail = forget[0]["detail"]
     detail = json.loads(detail) if isinstance(detail, str) else detail  # SQLite: JSON as text
     assert detail["rows"]["turn"] == 3 and detail["redis_keys"] >= 3
@@ -130,7 +133,7 @@ def test_tables_added_later_are_covered(tmp_path, default_index):
         conn.execute(note.insert(), [{"id": 1, "user_id": ALICE, "text": "chronic: hypertension"},
                                      {"id": 2, "user_id": BOB, "text": "allergy: penicillin"}])
         conn.execute(link.insert(), [{"id": 1, "memorynote_id": 1}, {"id": 2, "memorynote_id": 2}])
-    res = erase_user(engine, ALICE, actor="cli:test", action="clear", metadata=md)
+    res = erase_user(engine, ALICE, key=KEY, actor="cli:test", action="clear", metadata=md)
     assert res.rows == {"notelink": 1, "memorynote": 1, "user": 1}
     with engine.connect() as conn:
         assert conn.execute(select(note.c.user_id)).scalars().all() == [BOB]
@@ -142,10 +145,11 @@ def test_erasing_an_unknown_user_is_audited_as_not_found(tmp_path):
     from storage.db import make_engine
 
     engine = make_engine(f"sqlite:///{tmp_path / 'e.db'}")
-    res = erase_user(engine, "slack:T1:U404", actor="telegram:1", action="clear", channel="telegram")
+    res = erase_user(engine, "slack:T1:U404", key=KEY, actor="telegram:1", action="clear",
+                     channel="telegram")
     assert not res.found
     with Session(engine) as s:
         (row,) = s.exec(select(AuditLog)).scalars().all()
     assert (row.action, row.outcome, row.actor, row.channel) == ("clear", "not_found", "telegram:1", "telegram")
-    assert row.subject_hash == subject_hash("slack:T1:U404") and "U404" not in str(row.detail)
+    assert row.subject_hash == subject_hash("slack:T1:U404", KEY) and "U404" not in str(row.detail)
     engine.dispose()

@@ -34,6 +34,7 @@ class FakeEmbedder:
     def __init__(self, name: str = "fake-embedder/v1", hook=None) -> None:
         self.name, self.dim, self.hook = name, DIM, hook
         self.passages = 0
+        self.chunk_passages = 0  # a chunk is embedded as "title\ntext"; a sentence has no line break
         self.calls = 0
 
     @staticmethod
@@ -50,6 +51,7 @@ class FakeEmbedder:
             self.hook(self.calls)
         self.calls += 1
         self.passages += len(texts)
+        self.chunk_passages += sum("\n" in t for t in texts)
         return np.stack([self.vector(t) for t in texts]) if texts else np.zeros((0, DIM), np.float32)
 
 
@@ -94,7 +96,8 @@ def test_add_embeds_only_the_new_documents(tmp_path):
 
     counting = FakeEmbedder()
     report = add_documents([write(tmp_path / "new.jsonl", V2)], index_dir, counting, progress=False)
-    assert counting.passages == len(V2)                 # the old chunks were not re-embedded
+    assert counting.chunk_passages == len(V2)           # the old chunks were not re-embedded
+    assert counting.passages == 2 * len(V2)               # and each new chunk's one sentence
     assert report.embedded_before == 0 and report.embedded_now == len(V2)
     assert report.replaced == [] and report.generation
     idx = HybridIndex(index_dir, counting)
@@ -113,7 +116,7 @@ def test_add_with_a_known_id_replaces_that_document(tmp_path):
     counting = FakeEmbedder()
     report = add_documents([write(tmp_path / "upd.jsonl", [changed])], index_dir, counting,
                            progress=False)
-    assert report.replaced == ["d2"] and counting.passages == 1
+    assert report.replaced == ["d2"] and counting.chunk_passages == 1 and counting.passages == 2
     idx = HybridIndex(index_dir, counting)
     assert [c["text"] for c in idx.chunks if c["doc_id"] == "d2"] == [changed["text"]]
     assert len(idx.chunks) == len(V1)
@@ -214,7 +217,7 @@ def test_rebuild_swaps_atomically_while_a_reader_keeps_answering(tmp_path):
     assert not errors, errors
     assert mid_rebuild["fresh_loader_docs"] == {d["id"] for d in V1}
     assert mid_rebuild["reader_answers"] > 0
-    assert slow.passages == len(V2)
+    assert slow.chunk_passages == len(V2)
     new_gen = report.generation
     assert live.manifest["generation"] == new_gen != old_gen
     v1, v2 = frozenset(d["id"] for d in V1), frozenset(d["id"] for d in V2)
@@ -243,7 +246,7 @@ def test_interrupted_rebuild_swaps_nothing_and_resumes(tmp_path):
     assert doc_ids(HybridIndex(index_dir, emb)) == {d["id"] for d in V1}
     resume = FakeEmbedder()
     report = rebuild_index([src], index_dir, resume, batch_size=2, progress=False)
-    assert not report.interrupted and resume.passages == len(V2) - 2
+    assert not report.interrupted and resume.chunk_passages == len(V2) - 2
     assert doc_ids(HybridIndex(index_dir, emb)) == {d["id"] for d in V2}
     gens = sorted(p.name for p in index_dir.iterdir() if p.name.startswith("g"))
     assert gens == [gen, report.generation]          # the old one kept, the orphan removed
@@ -300,7 +303,7 @@ def test_format_1_index_loads_and_is_upgraded_by_a_change(tmp_path):
 
     counting = FakeEmbedder()
     add_documents([write(tmp_path / "new.jsonl", V2)], index_dir, counting, progress=False)
-    assert counting.passages == len(V2)
+    assert counting.chunk_passages == len(V2)
     assert (index_dir / "chunks.jsonl").exists()    # kept while it is the previous version
     delete_documents(index_dir, ["d0"], progress=False)
     assert not (index_dir / "chunks.jsonl").exists() and not (index_dir / "bm25").exists()
@@ -367,3 +370,18 @@ def test_ingest_entry_points_rebuild_add_and_delete(tmp_path, capsys):
     assert "not in the index: nope" in capsys.readouterr().err
     assert run_delete(["nope"], index_dir) == 2
     assert run_add([tmp_path / "v1.jsonl"], tmp_path / "no-index", bm25_only=True) == 2
+
+
+def test_sentence_vectors_follow_add_and_delete(tmp_path):
+    from core.retrieval.sentences import FILE, sentence_key
+
+    emb = FakeEmbedder()
+    index_dir = build(tmp_path, V1, emb)
+    add_documents([write(tmp_path / "new.jsonl", V2)], index_dir, emb, progress=False)
+    idx = HybridIndex(index_dir, emb)
+    keys = [sentence_key(d["text"]) for d in V2]
+    found = idx.sentence_vectors(keys)
+    assert set(found) == set(keys)
+    assert np.allclose(found[keys[0]], FakeEmbedder.vector(V2[0]["text"]))
+    delete_documents(index_dir, ["d10"], progress=False)
+    assert VectorStore(index_dir / FILE).hashes(emb.name) == set(keys[1:])

@@ -82,13 +82,14 @@ def test_answer_and_judge_come_from_the_llm(tmp_path, default_index, server):
     assert len(reqs) == 2, reqs
     gen, judged = reqs
     assert gen["model"] == "fake-model"
-    system = gen["messages"][0]
-    assert system["role"] == "system"
-    for needle in ("65세", "남성", "당뇨병", "메트포르민"):
-        assert needle in system["content"], needle
-    assert "[1]" in system["content"]
-    assert reply.sources[0].title in system["content"]
-    assert gen["messages"][-1] == {"role": "user", "content": MED_Q}
+    system, user = gen["messages"]
+    assert system == {"role": "system", "content": prompts.SYSTEM["ko"] + "\n\n" + prompts.QUOTED_DATA["ko"]}
+    assert user["role"] == "user"
+    for needle in ("65세", "남성", "당뇨병", "메트포르민"):  # the profile, quoted in the user message
+        assert needle in user["content"], needle
+    assert "[1]" in user["content"] and "<evidence>" in user["content"]
+    assert reply.sources[0].title in user["content"]
+    assert user["content"].endswith(f"<question>\n{MED_Q}\n</question>")
     assert "response_format" not in gen
 
     assert judged["response_format"] == {"type": "json_object"}

@@ -18,7 +18,7 @@ from bot.runner import HttpServer
 from conftest import make_settings
 from core import prompts
 from core.messages import OutboundMessage
-from fakes.openai_server import DEFAULT_JUDGE_JSON, FakeOpenAIServer
+from fakes.openai_server import DEFAULT_JUDGE_JSON, FakeOpenAIServer, question_of
 from fakes.slack_server import (BOT_USER, TEAM, FakeSlackServer, command_body, event_body,
                                 signed_headers)
 
@@ -33,8 +33,7 @@ LONG_ANSWER = "\n\n".join(
 def _chat(body: dict) -> str:
     if (body.get("response_format") or {}).get("type") == "json_object":
         return json.dumps(DEFAULT_JUDGE_JSON)
-    last = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
-    if LONG_MARK in last:
+    if LONG_MARK in question_of(body):  # the question asked, not the quoted history
         return LONG_ANSWER
     return "Metformin is first-line therapy for type 2 diabetes [1]."
 

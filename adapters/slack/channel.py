@@ -6,7 +6,8 @@ ts>`` for a thread, ``slack:<team>:<channel>`` for the top level of a DM; role f
 ``SLACK_ROLE_MAP`` by ``team:channel`` then ``team``, else ``SLACK_DEFAULT_ROLE`` =
 clinician). Events are acknowledged at once by Bolt (well within Slack's 3 s) and the turn runs
 after; a retried delivery (``X-Slack-Retry-Num``, same ``event_id``) is dropped by
-:class:`adapters.slack.dedupe.EventDedupe`; Bolt refuses bad signatures (401). Replies go in
+:class:`adapters.slack.dedupe.EventDedupe`, which marks an event seen only once its message is
+stored (so a retry after a crash is still answered, once); Bolt refuses bad signatures (401). Replies go in
 the thread as mrkdwn section blocks of at most 3,000 characters, ten per message; HTTP 429 from
 the Web API is retried after ``Retry-After``.
 """
@@ -23,7 +24,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.common import Frontdesk, compose, split_text, to_slack_mrkdwn
+from adapters.common import Deliver, Frontdesk, compose, split_text, to_slack_mrkdwn
 from adapters.slack.dedupe import EventDedupe
 from core.messages import InboundMessage, OutboundMessage
 
@@ -131,7 +132,7 @@ class SlackChannel:
     # -- inbound ---------------------------------------------------------------------------
     async def _drop_retries(self, body: dict, request, next) -> BoltResponse | None:
         event_id = body.get("event_id") if isinstance(body, dict) else None
-        if event_id and not await self.dedupe.first_time(str(event_id)):
+        if event_id and not await self.dedupe.claim(str(event_id)):
             retry = request.headers.get("x-slack-retry-num", [None])[0]
             log.info("slack: dropped repeated event %s (retry %s)", event_id, retry)
             return BoltResponse(status=200, body="")
@@ -162,17 +163,28 @@ class SlackChannel:
 
     async def _on_mention(self, body: dict, event: dict) -> None:
         thread = event.get("thread_ts") or event["ts"]
-        inbound = self.to_inbound(body, event, thread)
-        if inbound is not None:
-            await self.frontdesk.submit(inbound, self._poster(event["channel"], thread))
+        await self._submit(body, self.to_inbound(body, event, thread), event["channel"], thread)
 
     async def _on_message(self, body: dict, event: dict) -> None:
         if event.get("channel_type") != "im":
-            return  # channel messages reach the bot as app_mention
+            return await self._confirm(body)  # channel messages reach the bot as app_mention
         thread = event.get("thread_ts")
-        inbound = self.to_inbound(body, event, thread)
-        if inbound is not None:
-            await self.frontdesk.submit(inbound, self._poster(event["channel"], thread))
+        await self._submit(body, self.to_inbound(body, event, thread), event["channel"], thread)
+
+    async def _submit(self, body: dict, inbound: InboundMessage | None, channel: str,
+                      thread: str | None) -> None:
+        """Queue the message; its event is marked seen once the turn is written (or at once
+        when there is nothing to answer), never before (issue 12)."""
+        if inbound is None:
+            return await self._confirm(body)
+        queued = await self.frontdesk.submit(inbound, self._poster(channel, thread),
+                                             on_accepted=lambda: self._confirm(body))
+        if queued is None and body.get("event_id"):  # shutting down: let Slack's retry through
+            await self.dedupe.release(str(body["event_id"]))
+
+    async def _confirm(self, body: dict) -> None:
+        if body.get("event_id"):
+            await self.dedupe.confirm(str(body["event_id"]))
 
     async def _on_command(self, ack, command: dict, respond) -> None:
         await ack()
@@ -202,6 +214,14 @@ class SlackChannel:
             await self.post_reply(channel, reply, thread_ts)
 
         return deliver
+
+    def deliver_to(self, session_id: str) -> Deliver | None:
+        """A sender of replies to a session of this channel (``slack:<team>:<channel>[:<ts>]``;
+        a slash command's session has no channel to post in: ``None``), for crash recovery."""
+        parts = session_id.split(":")
+        if len(parts) not in (3, 4) or parts[0] != "slack" or (len(parts) == 4 and parts[3].startswith("cmd-")):
+            return None
+        return self._poster(parts[2], parts[3] if len(parts) == 4 else None)
 
     async def post_reply(self, channel: str, reply: OutboundMessage, thread_ts: str | None) -> int:
         """Post a reply in ``thread_ts`` (or the channel's top level); returns messages posted."""

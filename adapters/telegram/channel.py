@@ -4,8 +4,10 @@ Translation only: a Telegram update becomes an :class:`InboundMessage` (user
 ``telegram:<user id>``, session ``telegram:chat:<chat id>`` for a private or group chat, role
 from configuration), the reply goes back as HTML split at Telegram's 4,096-character limit
 (:func:`adapters.common.split_text` measures the rendered HTML, so tags are never cut), with
-the typing action while the turn runs and ``RetryAfter`` (HTTP 429) waited out. In groups the
-bot answers only when mentioned (``@bot``), replied to, or given a command.
+the typing action while the turn runs, ``RetryAfter`` (HTTP 429) waited out, and a plain-text
+resend when Telegram cannot parse the HTML. In groups the bot answers only when mentioned
+(``@bot``), replied to, or given a command. Text starting with "/" that is not one of our
+commands (``/weird``, ``/ 혈압이 150인데요``) is an ordinary message.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -23,9 +26,9 @@ from urllib.parse import urlparse
 from telegram import MessageEntity, Update
 from telegram.constants import ChatAction, ChatType, ParseMode
 from telegram.error import BadRequest, RetryAfter, TelegramError, TimedOut
-from telegram.ext import Application, CommandHandler, ContextTypes, MessageHandler, filters
+from telegram.ext import Application, ContextTypes, MessageHandler, filters
 
-from adapters.common import Frontdesk, compose, split_text, to_telegram_html
+from adapters.common import Deliver, Frontdesk, compose, split_text, to_plain_text, to_telegram_html
 from core.messages import InboundMessage, OutboundMessage
 
 log = logging.getLogger(__name__)
@@ -33,6 +36,8 @@ log = logging.getLogger(__name__)
 MESSAGE_LIMIT = 4096
 COMMANDS = ("start", "help", "profile", "forget", "admin")
 TYPING_EVERY_S = 4.0  # Telegram shows "typing" for about 5 s per action
+_COMMAND = re.compile(r"/([A-Za-z0-9_]{1,32})(?:@([A-Za-z0-9_]+))?(?=\s|$)")
+"""A bot command as Telegram marks one (``/name`` or ``/name@bot``, at the start)."""
 _MAX_SEND_ATTEMPTS = 5
 
 
@@ -73,8 +78,8 @@ class TelegramChannel:
         if webhook_url:
             builder = builder.updater(None)
         self.app: Application = builder.build()
-        self.app.add_handler(CommandHandler(list(COMMANDS), self._on_update))
-        self.app.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, self._on_update))
+        # one handler for all text: to_inbound tells commands from text that only starts with "/"
+        self.app.add_handler(MessageHandler(filters.TEXT, self._on_update))
         self.username = ""
         self.bot_id = 0
 
@@ -131,15 +136,17 @@ class TelegramChannel:
         if msg is None or user is None or chat is None or not msg.text or user.is_bot:
             return None
         text, command, args = msg.text, None, []
-        if text.startswith("/"):
-            head, *args = text.split()
-            command = head[1:].split("@", 1)[0].lower()
-            if command not in COMMANDS:
-                return None
+        cmd = _COMMAND.match(text)
+        to_bot = cmd.group(2) if cmd else None
+        if to_bot and to_bot.lower() != self.username.lower():
+            return None  # another bot's command in a group
+        if cmd and cmd.group(1).lower() in COMMANDS:
+            command, args = cmd.group(1).lower(), text[cmd.end():].split()
         elif chat.type != ChatType.PRIVATE:
-            if not self._addressed(msg):
+            if not to_bot and not self._addressed(msg):
                 return None
             text = self._strip_mention(msg)
+        # any other text, "/weird" and "/ 혈압이 150인데요" included, is an ordinary message
         uid = user_id_of(user.id)
         role = "admin" if uid in self.settings.admin_id_set else self.settings.telegram_default_role
         return InboundMessage(channel="telegram", user_id=uid, session_id=session_id_of(chat.id),
@@ -163,6 +170,19 @@ class TelegramChannel:
             if value.lower() == f"@{self.username}".lower():
                 text = text.replace(value, " ")
         return " ".join(text.split()) or msg.text
+
+    def deliver_to(self, session_id: str) -> Deliver | None:
+        """A sender of replies to a session of this channel (``telegram:chat:<id>``), or
+        ``None`` for another channel's session (crash recovery answers through it)."""
+        prefix = "telegram:chat:"
+        chat = session_id[len(prefix):] if session_id.startswith(prefix) else ""
+        if not chat.lstrip("-").isdigit():
+            return None
+
+        async def deliver(reply: OutboundMessage) -> None:
+            await self.send_reply(int(chat), reply)
+
+        return deliver
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         inbound = self.to_inbound(update)
@@ -200,10 +220,10 @@ class TelegramChannel:
             except TimedOut:
                 log.warning("telegram send timed out (attempt %d)", attempt)
             except BadRequest as exc:
-                if mode is None:
+                if mode is None or "can't parse entities" not in str(exc).lower():
                     raise
                 log.warning("telegram refused the HTML (%s): sending plain text", exc)
-                html_text, mode = piece, None
+                html_text, mode = to_plain_text(piece), None
         raise TelegramError(f"message to {chat_id} not sent after {_MAX_SEND_ATTEMPTS} attempts")
 
     @contextlib.asynccontextmanager

@@ -15,7 +15,7 @@ interrupted run loses at most one batch and the next run goes on where it stoppe
 
 Modules: :mod:`.datasets` (sets), :mod:`.build` (indexes and build times), :mod:`.timing`
 (answering and timing queries), :mod:`.sweep` (fusion parameters), :mod:`.report` (the table),
-:mod:`.korean` (the Korean tokenisation comparison).
+:mod:`.korean` (the Korean tokenisation comparison), :mod:`.kiwi` (Kiwi's models and memory).
 """
 
 from __future__ import annotations
@@ -152,7 +152,8 @@ def _choose(paths: Sequence[Path], as_json: bool) -> int:
 
 def cli_main(dataset: Path | None, as_json: bool, methods: Sequence[str], ks: Sequence[int],
              unit: str, sweep: bool, embed: bool, korean: bool, cache: Path | None,
-             n_queries: int, seed: int, timing: bool = True, choose: Sequence[Path] = ()) -> int:
+             n_queries: int, seed: int, timing: bool = True, choose: Sequence[Path] = (),
+             kiwi: bool = False) -> int:
     """``medbot bench retrieval``: print the table (or JSON); returns the exit code.
 
     ``choose``: instead, rank the fusion configurations over saved ``--json --sweep`` results
@@ -169,6 +170,12 @@ def cli_main(dataset: Path | None, as_json: bool, methods: Sequence[str], ks: Se
         index_dir = get_settings().resolved_index_dir
         if get_settings().index_dir is None:
             ensure_default_index(index_dir, emb)
+        if kiwi:  # issue 14: Kiwi's models, nDCG@10 and memory, one child process each
+            from bot.bench_retrieval.kiwi import bench_kiwi_models, render_kiwi
+
+            models = bench_kiwi_models(index_dir)
+            print(json.dumps(models, indent=2) if as_json else render_kiwi(models))
+            return 0
         result = bench_korean(index_dir, emb, ks=tuple(ks) or (1, 5, 10, 20), sweep=sweep)
         print(json.dumps(result, indent=2) if as_json else render_korean(result))
         if "sweep" in result and not as_json:

@@ -1,11 +1,15 @@
-"""Semantic response cache (SPEC.md §5): exact (normalised MD5) match first, then FAISS
-inner-product search over L2-normalised question embeddings.
+"""Semantic response cache (SPEC.md §5, §11): the structured key first, then exact (normalised
+MD5) match, then cosine over L2-normalised question embeddings within the key's entries.
 
-Rules beyond the SPEC (binding): an answer that used a user's profile is served only to that
-user and only while their profile fingerprint is unchanged; every other answer is generic.
-Rows live in the ``cacheentry`` table; the FAISS index mirrors the table and is rebuilt from it
-when the process starts, and again before a lookup when another process (the eviction job, a
-second service) changed the table: :meth:`ResponseCache.refresh_if_stale`.
+A cached answer is a candidate only for a question with the same structured key
+(:mod:`core.cache.key`: concepts with status, question type, language, polarity, numbers) and
+no opposite soft polarity; the cosine threshold applies within that set. Ownership (binding,
+issue 12): an answer whose prompt held anything of a user is served only to that user and only
+while the fingerprint of that content is unchanged (:mod:`core.cache.ownership`); every other
+answer is shared. Rows live in the ``cacheentry`` table; the in-memory mirror (a FAISS index
+over all vectors, and the vectors grouped by key) is rebuilt from it when the process starts,
+and again before a lookup when another process (the eviction job, a second service) changed
+the table: :meth:`ResponseCache.refresh_if_stale`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 import faiss
 import numpy as np
 
+from core.cache.key import CacheKey, soft_conflict
 from storage.models import CacheEntry
 from storage.repositories import Repository
 
@@ -29,6 +34,7 @@ class CacheCandidate:
     kind: str
     owner_user_id: str | None
     profile_fingerprint: str | None
+    struct_key: str | None = None
 
 
 class ResponseCache:
@@ -46,19 +52,23 @@ class ResponseCache:
         self.dim = dim
         self._lock = threading.Lock()
         self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+        self._groups: dict[str, dict[int, tuple[np.ndarray, str]]] = {}
         self._version: tuple[int, int, int] | None = None
         self.reload()
 
     def reload(self) -> None:
-        """Rebuild the FAISS mirror from the table."""
+        """Rebuild the mirror (FAISS index and key groups) from the table."""
         version = self.repo.cache_version()
-        rows = self.repo.all_cache_vectors(self.embedder_name)
+        rows = self.repo.cache_vectors_by_key(self.embedder_name)
         index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+        groups: dict[str, dict[int, tuple[np.ndarray, str]]] = {}
         if rows:
-            vecs = np.stack([np.frombuffer(v, dtype=np.float32) for _, v in rows])
-            index.add_with_ids(vecs, np.asarray([i for i, _ in rows], dtype=np.int64))
+            vecs = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+            index.add_with_ids(vecs, np.asarray([r[0] for r in rows], dtype=np.int64))
+            for (i, _, key, soft), v in zip(rows, vecs):
+                groups.setdefault(key or "", {})[i] = (v, soft or "")
         with self._lock:
-            self._index, self._version = index, version
+            self._index, self._groups, self._version = index, groups, version
 
     def refresh_if_stale(self) -> bool:
         """Reload when the table changed since the mirror was built (one cheap query);
@@ -77,15 +87,20 @@ class ResponseCache:
         return int(self._index.ntotal)
 
     def lookup(self, question_key: str, vec: np.ndarray, threshold: float,
-               limit: int = 5) -> list[CacheCandidate]:
-        """Candidates for a question, best first: exact-key matches, then cosine ≥ threshold.
+               limit: int = 5, key: CacheKey | None = None) -> list[CacheCandidate]:
+        """Candidates for a question, best first: exact-text matches, then cosine ≥ threshold.
 
         Args:
             question_key: :func:`core.text.question_key` of the question.
             vec: (dim,) normalised question embedding.
             threshold: minimum cosine for a semantic match.
+            key: the question's structured key; with it, only entries of the same
+                ``digest`` and no opposite soft polarity are candidates (the service always
+                passes it; ``None`` searches every entry, for the mirror's own tests).
         """
         self.refresh_if_stale()
+        if key is not None:
+            return self._lookup_keyed(question_key, vec, threshold, limit, key)
         out: list[CacheCandidate] = []
         for e in self.repo.cache_by_key(question_key, self.embedder_name)[:limit]:
             out.append(CacheCandidate(int(e.id), 1.0, "exact", e.owner_user_id, e.profile_fingerprint))
@@ -103,6 +118,26 @@ class ResponseCache:
                 out.append(CacheCandidate(i, s, "semantic", e.owner_user_id, e.profile_fingerprint))
         return out
 
+    def _lookup_keyed(self, question_key: str, vec: np.ndarray, threshold: float, limit: int,
+                      key: CacheKey) -> list[CacheCandidate]:
+        with self._lock:
+            group = dict(self._groups.get(key.digest, {}))
+        group = {i: v for i, (v, soft) in group.items() if not soft_conflict(soft, key.soft)}
+        if not group:
+            return []
+        ids = list(group)
+        sims = np.stack([group[i] for i in ids]) @ np.asarray(vec, dtype=np.float32).reshape(-1)
+        entries = self.repo.cache_entries(ids)
+        exact = [i for i in ids if i in entries and entries[i].question_key == question_key]
+        out = [CacheCandidate(i, 1.0, "exact", entries[i].owner_user_id,
+                              entries[i].profile_fingerprint, key.digest)
+               for i in sorted(exact, reverse=True)]
+        ranked = sorted(((float(s), i) for s, i in zip(sims, ids)
+                         if s >= threshold and i in entries and i not in exact), reverse=True)
+        out += [CacheCandidate(i, s, "semantic", entries[i].owner_user_id,
+                               entries[i].profile_fingerprint, key.digest) for s, i in ranked]
+        return out[:limit]
+
     def add(self, entry: CacheEntry, vec: np.ndarray) -> int:
         """Insert an entry (table first, then the index); returns its id."""
         entry.embedding = np.asarray(vec, dtype=np.float32).tobytes()
@@ -113,6 +148,8 @@ class ResponseCache:
         with self._lock:
             self._index.add_with_ids(vec.reshape(1, -1).astype(np.float32),
                                      np.asarray([entry_id], dtype=np.int64))
+            self._groups.setdefault(entry.struct_key or "", {})[entry_id] = (
+                np.asarray(vec, dtype=np.float32).reshape(-1), entry.soft_polarity or "")
             if before is not None and after == (before[0], before[1] + 1, entry_id):
                 self._version = after  # only our insert happened: the mirror is current
         return entry_id
@@ -123,15 +160,21 @@ class ResponseCache:
         self.repo.bump_generation(self.repo.CACHE_GENERATION)
         with self._lock:
             self._index.remove_ids(np.asarray(ids, dtype=np.int64))
+            for group in self._groups.values():
+                for i in ids:
+                    group.pop(int(i), None)
         return n
 
 
-def usable(candidate: CacheCandidate, user_id: str, fingerprint: str) -> bool:
-    """May this candidate be served to ``user_id`` whose profile has ``fingerprint``?
+def usable(candidate: CacheCandidate, user_id: str, fingerprint: str | None) -> bool:
+    """May this candidate be served to ``user_id`` whose personal content now has
+    ``fingerprint`` (:func:`core.cache.ownership.personal_fingerprint`; ``None`` when it is not
+    known yet)?
 
-    Generic entries (no owner) serve everyone; personalised ones only their owner with an
-    unchanged profile.
+    Shared entries (no owner) serve everyone; owned ones only their owner, while the
+    fingerprint of the user content the answer used is unchanged.
     """
     if candidate.owner_user_id is None:
         return True
-    return candidate.owner_user_id == user_id and candidate.profile_fingerprint == fingerprint
+    return (candidate.owner_user_id == user_id and fingerprint is not None
+            and candidate.profile_fingerprint == fingerprint)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 
 from core.extraction import measures, patterns
-from core.extraction.context import CHRONIC_KEYWORDS, clause_bounds, mention_context
+from core.extraction.context import (CHRONIC_KEYWORDS, clause_bounds, first_person, index_text,
+                                    mention_context)
 from core.extraction.lexicon import Lexicon, load_lexicon
 from core.extraction.recognizer import Mention, Recognizer
 from core.extraction.slots import Concept, Slots
+from core.injection import mask_instructions
 
 TUI_SLOTS = {"T047": "condition", "T048": "condition", "T191": "condition",
              "T046": "condition", "T019": "condition", "T037": "condition",
@@ -58,9 +60,14 @@ class Extractor:
             lang: ``ko`` or ``en`` (the language of concept names in the result).
             use_medcat: the ``medcat_enabled`` flag; without a recognizer it has no effect.
         Returns:
-            :class:`Slots`; ``rejected`` lists implausible numbers that were not kept.
+            :class:`Slots`; ``rejected`` lists implausible numbers that were not kept. Nothing
+            inside an instruction to the assistant (``system note: ...``,
+            :func:`core.injection.instruction_spans`) is extracted: an instruction is never a fact.
         """
+        text = mask_instructions(text)
         slots = Slots()
+        if not text.strip():  # nothing but instructions (MedCAT has no entities for blank text)
+            return slots
         slots.demographics = patterns.demographics(text, slots.rejected)
         slots.vitals = patterns.vitals(text, slots.rejected)
         slots.labs = patterns.labs(text, slots.rejected)
@@ -73,6 +80,7 @@ class Extractor:
     def concepts(self, text: str, lang: str, mentions: list[Mention]) -> list[Concept]:
         """Concepts of the mentions with their status, one per (CUI, status), in text order."""
         out: dict[tuple[str, str], Concept] = {}
+        index = index_text(text)  # one scan for every mention: linear in the length
         duration = _DURATION.search(text)
         reaction_from = None  # after an allergen in its clause, symptoms describe the reaction
         for m in mentions:
@@ -81,19 +89,20 @@ class Extractor:
             c = self._concept(m, lang)
             if c is None:
                 continue
-            ctx = mention_context(text, m.start, m.end, lang, c.slot)
+            ctx = mention_context(text, m.start, m.end, lang, c.slot, index)
             if reaction_from is not None and m.start < reaction_from[1] and c.slot in ("symptom", "condition"):
                 continue
             if ctx.allergy:
                 c.slot = "allergy"
-                reaction_from = (m.start, clause_bounds(text, m.start, m.end)[1])
+                reaction_from = (m.start, clause_bounds(text, m.start, m.end, index)[1])
             elif c.slot == "allergy":
                 continue  # a food or substance mentioned without an allergy is no fact
             c.status = ctx.status
             if duration and c.slot == "condition" and c.status == "active":
                 c.duration = duration.group(0).strip()
-            lo, hi = clause_bounds(text, m.start, m.end)
+            lo, hi = clause_bounds(text, m.start, m.end, index)
             c.chronic = bool(CHRONIC_KEYWORDS.search(text[lo:hi]))
+            c.first_person = first_person(text[lo:hi])
             out.setdefault((c.cui, c.status), c)
         if any(c.slot == "allergy" for c in out.values()):  # "allergy" was the trigger word
             out = {k: c for k, c in out.items() if c.cui not in HYPERSENSITIVITY_CUIS}

@@ -14,7 +14,9 @@ class Concept:
     condition, symptom, medication, allergy; ``confidence`` in [0, 1]; ``duration`` as said
     (``10년``, ``3 months``) when the message gives one; ``status`` one of
     :data:`core.extraction.context.STATUSES` (only ``active`` is a current fact of the user);
-    ``chronic`` when its clause says it is long-standing (``10년째``, ``chronic``).
+    ``chronic`` when its clause says it is long-standing (``10년째``, ``chronic``);
+    ``first_person`` when its clause is the user speaking of themselves
+    (:func:`core.extraction.context.first_person`).
     """
 
     cui: str
@@ -28,6 +30,7 @@ class Concept:
     chronic: bool = False
     duration: str | None = None
     status: str = "active"
+    first_person: bool = False
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """The bundled default knowledge corpus (``corpus/*.jsonl``, written by the team, each document
-with its guideline or public source) and the index built from it on first run."""
+with its guideline or public source) and its index: shipped prebuilt (``index/``, see
+:mod:`core.knowledge.prebuilt`), installed into the data directory on first run."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from importlib import resources
 from pathlib import Path
 
 from core.embedding import Embedder
-from core.retrieval.ingest import build_bm25_stage, embed_missing
-from core.retrieval.index import HybridIndex, IndexMismatchError, IndexNotFoundError
+from core.knowledge import prebuilt
+from core.retrieval.index import IndexNotFoundError, read_manifest
+from core.retrieval.ingest import rebuild_index
 
 
 def corpus_paths() -> list[Path]:
@@ -18,21 +20,43 @@ def corpus_paths() -> list[Path]:
     return sorted(Path(str(p)) for p in root.iterdir() if str(p).endswith(".jsonl"))
 
 
-def ensure_default_index(index_dir: Path, embedder: Embedder, progress: bool = True) -> None:
-    """Build (or complete) the bundled corpus's index in ``index_dir`` if needed.
+def ensure_default_index(index_dir: Path, embedder: Embedder, progress: bool = True) -> str:
+    """Make ``index_dir`` hold a complete index of the bundled corpus for ``embedder``.
 
-    A complete index made from the same corpus by the same embedder is left alone; an
-    interrupted one is completed; unchanged chunks are never re-embedded.
+    1. An index there with the current stamps (:func:`prebuilt.stamps`: embedder, tokenizer
+       versions, chunking, corpus SHA-256), completely embedded, is used as it is.
+    2. Else the shipped prebuilt index is installed when its stamps match (about a second).
+    3. Else the index is rebuilt from the corpus (``rebuild_index``: swapped in when BM25, every
+       chunk vector and every sentence vector are ready), reusing the shipped vectors of
+       unchanged texts; only changed chunks and sentences are embedded.
+
+    Args:
+        progress: progress bars and a one-line notice on stderr while rebuilding.
+    Returns:
+        ``"ready"``, ``"installed"`` or ``"rebuilt"``.
+    Raises:
+        KeyboardInterrupt: the rebuild was interrupted (rerun to continue; nothing is lost).
     """
+    paths = corpus_paths()
+    want = prebuilt.stamps(embedder.name, paths)
     try:
-        idx = HybridIndex(index_dir, embedder)
-        covered, total = idx.dense_coverage
-        same_sources = idx.manifest.get("sources") == [str(p.resolve()) for p in corpus_paths()]
-        if covered == total and same_sources:
-            return
-    except (IndexNotFoundError, IndexMismatchError):
+        manifest = read_manifest(index_dir)
+        if manifest.get("complete") and not prebuilt.mismatches(manifest, want):
+            return "ready"
+    except IndexNotFoundError:
         pass
+    sources = [str(p.resolve()) for p in paths]
+    if prebuilt.install(index_dir, embedder.name, want, sources):
+        return "installed"
+    shipped = prebuilt.package_manifest()
+    why = ", ".join(prebuilt.mismatches(shipped, want)) if shipped else "no prebuilt index shipped"
     if progress:
-        print(f"Building the default knowledge index in {index_dir} (first run)...", file=sys.stderr)
-    chunks, report = build_bm25_stage(corpus_paths(), index_dir, embedder.name, progress=progress)
-    embed_missing(chunks, index_dir, embedder, report, progress=progress)
+        print(f"Building the knowledge index in {index_dir} (the shipped one does not match: "
+              f"{why})...", file=sys.stderr)
+    Path(index_dir).mkdir(parents=True, exist_ok=True)
+    prebuilt.seed_vectors(index_dir, embedder.name)
+    report = rebuild_index(paths, index_dir, embedder, prebuilt.CHUNK_TOKENS, prebuilt.OVERLAP_TOKENS,
+                           progress=progress, extra={**want, "complete": True})
+    if report.interrupted:
+        raise KeyboardInterrupt
+    return "rebuilt"

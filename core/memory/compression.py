@@ -1,6 +1,7 @@
 """The five-turn memory compression job (SPEC.md §3.2, §8).
 
-Every block of five answered, uncompressed turns of a user becomes one :class:`MemorySummary`.
+Every block of ``compression_threshold`` (feature flag, SPEC.md §10; default five) answered,
+uncompressed turns of a user becomes one :class:`MemorySummary`.
 Crash safety and exactly-once come from the store: the summary row and the turns' ``summary_id``
 are written in one transaction whose update only touches turns still uncompressed
 (:meth:`storage.repositories.Repository.store_summary`), so a worker killed mid-job leaves the
@@ -23,7 +24,7 @@ from storage.repositories import Repository
 
 log = logging.getLogger(__name__)
 
-BLOCK = 5  # SPEC.md §3.2: "every 5 turns"
+BLOCK = 5  # SPEC.md §3.2: "every 5 turns"; the job uses the compression_threshold flag
 
 
 @dataclass
@@ -90,7 +91,8 @@ def run_memory_compression(settings) -> JobResult:
 
     Args:
         settings: :class:`config.settings.Settings`: database, LLM endpoint (summaries are the
-            LLM's when configured, extractive otherwise), concept table.
+            LLM's when configured, extractive otherwise), concept table, and the block size
+            ``flags.compression_threshold`` (turns per summary).
     Returns:
         JobResult with counts ``users``, ``summaries``, ``turns``, ``skipped``, ``llm_calls``.
     Raises:
@@ -103,7 +105,7 @@ def run_memory_compression(settings) -> JobResult:
     t0 = time.perf_counter()
     repo = Repository(shared_engine(settings.resolved_database_url))
     llm = ChatClient(make_openai_client(settings), settings.llm_model) if settings.llm_configured else None
-    counts = compress_all(repo, make_extractor(settings), llm)
+    counts = compress_all(repo, make_extractor(settings), llm, size=settings.flags.compression_threshold)
     return JobResult("memory_compression",
                      {"users": counts.users, "summaries": counts.summaries, "turns": counts.turns,
                       "skipped": counts.skipped, "llm_calls": counts.llm_calls},

@@ -42,6 +42,18 @@ class FactChanges:
     new: list[Fact] = field(default_factory=list)
     updated: list[Fact] = field(default_factory=list)
     superseded_ids: list[int] = field(default_factory=list)
+    mentions_added: dict[int, int] = field(default_factory=dict)
+    """Per stored fact id in ``updated``: mentions this message added (saved atomically as
+    ``mentions = mentions + n``, so concurrent turns lose no count)."""
+
+    def mentioned(self, fact: Fact) -> None:
+        """Record one more mention of a known fact (``updated``)."""
+        fact.mentions += 1
+        if fact.id is None:
+            return  # a row new in this message: inserted with its count
+        self.mentions_added[fact.id] = self.mentions_added.get(fact.id, 0) + 1
+        if not any(f is fact for f in self.updated):
+            self.updated.append(fact)
 
     @property
     def changed(self) -> bool:
@@ -54,7 +66,8 @@ def merge_slots(existing: list[Fact], slots: Slots, user_id: str, turn_id: int |
     """Merge one message's slots into a user's stored facts.
 
     Concepts are keyed by slot, CUI and subject (the user, or a relative for ``family``
-    status); ``topic`` mentions are not facts and are skipped. A concept whose status changes
+    status); ``topic`` mentions are not facts and are skipped, and so is an allergy to a drug the
+    user takes unless they said it in the first person. A concept whose status changes
     (active → stopped, negated → active) supersedes the old row, which stays as history; an
     ``uncertain`` mention never demotes an ``active`` fact.
 
@@ -74,13 +87,25 @@ def merge_slots(existing: list[Fact], slots: Slots, user_id: str, turn_id: int |
                                        key=key, name=key, value=num, text_value=text,
                                        observed_at=now, first_seen_at=now))
     for c in slots.concepts:
-        if c.status != "topic":
+        if c.status != "topic" and not _unconfirmed_allergy(c, current, slots):
             _merge_concept(changes, current, c, user_id, turn_id, now)
     measured = [(m, "vital") for m in slots.vitals] + [(m, "lab") for m in slots.labs] + \
         [(m, "body") for m in getattr(slots, "body", [])]
     for m, slot in measured:
         _single(changes, current, _measurement_fact(m, slot, user_id, turn_id, now))
     return changes
+
+
+def _unconfirmed_allergy(c: Concept, current: dict, slots: Slots) -> bool:
+    """An allergy to a drug the user takes (an active medication fact, or one this message
+    states) that the user did not state in the first person (``the patient is allergic to
+    insulin``): not stored (issue 12: an instruction or a report about someone else is never the
+    user's allergy)."""
+    if c.slot != "allergy" or c.first_person:
+        return False
+    taken = current.get(("medication", c.cui, "self"))
+    return (taken is not None and taken.status == "active") or any(
+        m.slot == "medication" and m.cui == c.cui and m.status == "active" for m in slots.concepts)
 
 
 def _fact_key(f: Fact) -> tuple[str, str, str]:
@@ -92,12 +117,11 @@ def _merge_concept(changes: FactChanges, current: dict, c: Concept, user_id: str
     subject = "family" if c.status == "family" else "self"
     old = current.get((c.slot, c.cui, subject)) or _similar_name(current, c, subject)
     if old is not None and (old.status == c.status or (old.status == "active" and c.status == "uncertain")):
-        old.mentions += 1
         old.observed_at = now
         old.confidence = max(old.confidence, c.confidence)
         old.chronic = old.chronic or c.chronic
         old.source_turns = [*(old.source_turns or []), *([turn_id] if turn_id else [])]
-        changes.updated.append(old)
+        changes.mentioned(old)
         return
     if old is not None and old.id is not None:
         changes.superseded_ids.append(old.id)
@@ -145,9 +169,8 @@ def _same_value(old: Fact, new: Fact) -> bool:
 def _single(changes: FactChanges, current: dict, fact: Fact) -> None:
     old = current.get(_fact_key(fact))
     if old is not None and _same_value(old, fact):
-        old.mentions += 1
         old.observed_at = fact.observed_at
-        changes.updated.append(old)
+        changes.mentioned(old)
         return
     if old is not None and old.id is not None:
         changes.superseded_ids.append(old.id)

@@ -92,3 +92,27 @@ def profile_summary(p: Profile, lang: str = "ko") -> str:
             when = f" ({as_utc(f.observed_at).date().isoformat()})" if slot == "lab" else ""
             parts.append(f"{labels[key]}: {_measure(f)}{when}")
     return " | ".join(x for x in parts if x)
+
+
+_ALIASES = {"blood_pressure": ("혈압", "blood pressure", "bp"), "fasting_glucose": ("공복혈당", "fasting"),
+            "glucose": ("혈당", "glucose", "sugar"), "hba1c": ("당화혈색소", "hba1c", "a1c"),
+            "total_cholesterol": ("콜레스테롤", "cholesterol"), "ldl": ("ldl",), "hdl": ("hdl",),
+            "triglycerides": ("중성지방", "triglyceride"), "egfr": ("egfr", "사구체", "콩팥 기능", "kidney function"),
+            "heart_rate": ("맥박", "심박", "heart rate", "pulse"), "temperature": ("체온", "열", "temperature"),
+            "spo2": ("산소포화도", "spo2", "oxygen"), "weight": ("체중", "몸무게", "weight")}
+
+
+def stated_values(p: Profile, question: str, this_turn: list[tuple[str, str]], lang: str = "ko") -> list[str]:
+    """The user's own measurements a "what does my value mean" question is about, as
+    ``label value unit`` (``혈압 160/100 mmHg``): the ones stated in this very message
+    (``this_turn``: (slot, key) pairs), else the profile's latest of each measure the question
+    names (``혈압``, ``HbA1c``, ``blood pressure``...). Empty when there is none."""
+    lang = lang if lang in _LABELS else "en"
+    low = question.lower()
+    keys = list(dict.fromkeys(this_turn)) or [
+        (slot, key) for slot, key in _MEASURE_ORDER if any(a in low for a in _ALIASES.get(key, ()))]
+    out = []
+    for slot, key in keys:
+        if (f := p.latest(slot, key)) is not None:
+            out.append(f"{_LABELS[lang][key]} {_measure(f)}")
+    return out

@@ -6,53 +6,123 @@ import logging
 from dataclasses import asdict
 from typing import Any
 
+from core.cache.key import CacheKey, build_key, threshold_for
+from core.cache.ownership import depends_on_asker, is_personal, personal_fingerprint
 from core.cache.response_cache import CacheCandidate, usable
+from core.cache.style import vary_style
+from core.qtype import classify_question, e5_name, remembered_vector
 from core.services import Services
 from core.state import AgentState
-from core.text import is_self_referential, question_key
+from core.text import question_key
 from core.tokens import count_tokens
 from storage.models import CacheEntry
 
 log = logging.getLogger(__name__)
 
+_GONE = {"ko": "방금 답변을 불러오지 못했어요. 같은 질문을 한 번 더 보내 주세요.",
+         "en": "I could not load that answer just now. Please send your question once more."}
+
+HIT_PATH_NODES = frozenset({"triage", "extract_slots", "store_memory", "check_similarity",
+                            "store_response"})
+"""Nodes a cache hit still runs; the milliseconds of the others are what a hit saves."""
+
+
+def _question_vec(state: AgentState, svc: Services) -> tuple[Any, list[str]]:
+    vec = state.get("question_vec")  # triage may have embedded the question already
+    if vec is None and svc.embedder.name == e5_name():
+        vec = remembered_vector(state["question"])  # a recent question: no second embedding
+    if vec is not None:
+        return vec, []
+    try:
+        return svc.embedder.embed_query(state["question"]), []
+    except Exception as exc:  # the embedder must never cost the user their turn
+        log.warning("query embedding failed: %s", exc)
+        return None, [f"embedding failed: {exc}"]
+
+
+def cache_key(state: AgentState, svc: Services, vec) -> CacheKey:  # noqa: ANN001 (ndarray)
+    """The structured key of this turn's question (:mod:`core.cache.key`): the extractor's
+    concepts of the message, its question type (the e5 vector is reused when the service
+    embeds with e5) and polarity."""
+    qvec = vec if svc.embedder.name == e5_name() else None
+    qtype = classify_question(state["question"], state["lang"], vec=qvec)
+    slots = state.get("slots")
+    return build_key(state["question"], state["lang"], slots.concepts if slots else [], qtype.label)
+
 
 def check_similarity(state: AgentState, svc: Services) -> dict[str, Any]:
     """Embed the question once (the vector also serves dense retrieval) and find cached
-    answers: exact normalised match first, then cosine ≥ ``cache_similarity_threshold``.
+    answers with the same structured key: exact normalised match first, then cosine ≥
+    ``cache_similarity_threshold`` within the key's entries (≥ ``EMPTY_CONCEPT_THRESHOLD``
+    when the key has no concept: :func:`core.cache.key.threshold_for`).
 
-    Whether a candidate may be served is decided after ``store_memory`` (see
-    :func:`select_hit`), against the profile as updated by this very turn.
+    Runs after ``store_memory`` (the key needs the extracted concepts). Whether a candidate
+    may be served is decided by :func:`select_hit`.
     """
     if state["mode"] == "llm":
         return {"question_vec": None, "cache_candidates": []}
-    try:
-        vec = state.get("question_vec")  # triage embeds the question once (issue 11)
-        vec = svc.embedder.embed_query(state["question"]) if vec is None else vec
-    except Exception as exc:  # the embedder must never cost the user their turn
-        log.warning("query embedding failed: %s", exc)
-        return {"question_vec": None, "cache_candidates": [],
-                "notes": state.get("notes", []) + [f"embedding failed: {exc}"]}
-    flags = state["flags"]
-    if not flags.response_cache_enabled:
-        return {"question_vec": vec, "cache_candidates": []}
-    cands = svc.cache.lookup(question_key(state["question"]), vec, flags.cache_similarity_threshold)
-    return {"question_vec": vec, "cache_candidates": [asdict(c) for c in cands]}
+    vec, notes = _question_vec(state, svc)
+    out: dict[str, Any] = {"question_vec": vec, "cache_candidates": []}
+    if notes:
+        out["notes"] = state.get("notes", []) + notes
+    if vec is None or not state["flags"].response_cache_enabled:
+        return out
+    key = cache_key(state, svc, vec)
+    threshold = threshold_for(key, state["flags"].cache_similarity_threshold)
+    cands = svc.cache.lookup(question_key(state["question"]), vec, threshold, key=key)
+    return {**out, "cache_key": key.to_dict(), "cache_candidates": [asdict(c) for c in cands]}
 
 
 def select_hit(state: AgentState) -> dict[str, Any] | None:
-    """The first cache candidate this user may be served, or ``None``.
+    """The cache candidate this user may be served, or ``None``.
 
-    Generic entries serve everyone, except a self-referential question (``제가 먹는 약``,
-    ``my medication``), which only its asker's own entries may answer; personalised entries
-    serve only their owner while the profile fingerprint (after this turn's facts) is unchanged.
+    The user's own entries come first: they serve only their owner, and only once the prompt
+    sections exist (after ``assemble_context``) and the fingerprint of the user content in
+    them equals the entry's; while they cannot be checked yet, nothing is chosen. Then shared
+    entries serve everyone, except a self-referential question that names nothing of its own
+    (``제가 먹는 약``, ``my medication``) or one about the user's own conditions or drugs
+    (:func:`about_own_facts`), which only the asker's own entries may answer.
     """
-    self_ref = is_self_referential(state["question"])
-    for c in state.get("cache_candidates") or []:
-        if self_ref and c["owner_user_id"] is None:
-            continue  # "my medication" is never answered from another user's generic entry
-        if usable(CacheCandidate(**c), state["user_id"], state.get("profile_fingerprint", "")):
+    cands = state.get("cache_candidates") or []
+    ready = "sections" in state
+    own = [c for c in cands if c["owner_user_id"] == state["user_id"]]
+    if own and not ready:
+        return None  # decided after assemble_context, when the user content is known
+    fingerprint = personal_fingerprint(state) if ready else None
+    for c in own:
+        if usable(CacheCandidate(**c), state["user_id"], fingerprint):
             return c
-    return None
+    if depends_on_asker(state) or about_own_facts(state):
+        return None  # "my medication", or a question about the user's own conditions/drugs
+    return next((c for c in cands if c["owner_user_id"] is None), None)
+
+
+def about_own_facts(state: AgentState) -> bool:
+    """True when the question names a condition or medication of the user's profile: the
+    profile is then relevant to the answer, so an answer made without it (a shared entry) is
+    not reused for them (SPEC.md §5: reuse only where the relevant profile facts match)."""
+    terms = {t.casefold() for t in state.get("profile_terms_all") or []}
+    slots = state.get("slots")
+    if not terms or slots is None:
+        return False
+    return any(n.casefold() in terms for c in slots.concepts for n in (c.name_ko, c.name_en) if n)
+
+
+def _serve_hit(state: AgentState, svc: Services, hit: dict[str, Any]) -> dict[str, Any] | None:
+    entry = svc.repo.cache_entries([hit["entry_id"]]).get(hit["entry_id"])
+    if entry is None:
+        return None  # evicted or erased since the lookup
+    svc.repo.touch_cache_entry(entry.id)  # type: ignore[arg-type]
+    level = float(state["flags"].style_variation_level)
+    seed = f"{state['user_id']}:{state.get('turn_id')}"
+    answer = vary_style(entry.answer, state["lang"], level, seed) if level > 0 else entry.answer
+    saved = {"tokens_saved": (entry.prompt_tokens + entry.answer_tokens) if entry.llm_calls else 0,
+             "llm_calls_saved": entry.llm_calls, "ms_saved": round(entry.generation_ms, 2)}
+    svc.repo.set_reply(state["turn_id"], answer, True,
+                       {"cache": {**hit, **saved, "style_varied": answer != entry.answer},
+                        "sources": entry.sources})
+    return {"answer": answer, "sources": entry.sources, "cache_hit": {**hit, **saved},
+            "generator": "cache"}
 
 
 def store_response(state: AgentState, svc: Services) -> dict[str, Any]:
@@ -62,15 +132,15 @@ def store_response(state: AgentState, svc: Services) -> dict[str, Any]:
         svc.repo.set_reply(state["turn_id"], state["answer"], False,
                            {"red_flags": state["red_flags"], "generator": "triage"})
         return {"answer": state["answer"], "sources": [], "cache_hit": None}
-    hit = select_hit(state)
-    if hit is not None:
-        entry = svc.repo.cache_entries([hit["entry_id"]]).get(hit["entry_id"])
-        if entry is not None:
-            svc.repo.touch_cache_entry(entry.id)  # type: ignore[arg-type]
-            svc.repo.set_reply(state["turn_id"], entry.answer, True,
-                               {"cache": hit, "sources": entry.sources})
-            return {"answer": entry.answer, "sources": entry.sources, "cache_hit": hit,
-                    "generator": "cache"}
+    if not state.get("generator"):  # no answer was generated: the graph routed a cache hit here
+        hit = select_hit(state)
+        served = _serve_hit(state, svc, hit) if hit is not None else None
+        if served is not None:
+            return served
+        if not state.get("answer"):  # the entry was evicted or erased since the lookup
+            text = _GONE.get(state["lang"], _GONE["en"])
+            svc.repo.set_reply(state["turn_id"], text, False, {"generator": "cache-gone"})
+            return {"answer": text, "sources": [], "cache_hit": None}
     best = state.get("best") or {}
     answer = best.get("answer") or state.get("answer", "")
     sources = best.get("sources") if best else state.get("sources", [])
@@ -79,21 +149,31 @@ def store_response(state: AgentState, svc: Services) -> dict[str, Any]:
                        {"intent": state.get("intent"), "quality": quality, "sources": sources,
                         "generator": state.get("generator")})
     if _cacheable(state, quality, sources):
-        personalised = bool(state.get("sections", {}).get("profile")) or \
-            is_self_referential(state["question"])
-        svc.cache.add(CacheEntry(
-            question=state["question"], question_key=question_key(state["question"]), answer=answer,
-            sources=sources or [], lang=state["lang"], embedder=svc.embedder.name, embedding=b"",
-            owner_user_id=state["user_id"] if personalised else None,
-            profile_fingerprint=state.get("profile_fingerprint") if personalised else None,
-            source_turn_id=state["turn_id"], quality=float(quality.get("overall", 0.0)),
-            answer_tokens=count_tokens(answer)), state["question_vec"])
+        svc.cache.add(_entry(state, answer, sources, quality, svc), state["question_vec"])
     return {"answer": answer, "sources": sources or [], "cache_hit": None}
+
+
+def _entry(state: AgentState, answer: str, sources: list | None, quality: dict[str, Any],
+           svc: Services) -> CacheEntry:
+    owned = is_personal(state)
+    key = state["cache_key"]
+    skipped_ms = sum(ms for name, ms in state.get("node_ms", []) if name not in HIT_PATH_NODES)
+    return CacheEntry(
+        question=state["question"], question_key=question_key(state["question"]), answer=answer,
+        sources=sources or [], lang=state["lang"], embedder=svc.embedder.name, embedding=b"",
+        owner_user_id=state["user_id"] if owned else None,
+        profile_fingerprint=personal_fingerprint(state) if owned else None,
+        source_turn_id=state["turn_id"],
+        quality=float(quality.get("overall", 0.0)), answer_tokens=count_tokens(answer),
+        prompt_tokens=int(state.get("prompt_tokens") or 0),
+        llm_calls=int(state.get("llm_calls") or 0), generation_ms=round(skipped_ms, 2),
+        struct_key=key["digest"], concept_key=key["concepts"], qtype=key["qtype"],
+        polarity=key["polarity"], soft_polarity=key["soft"], numbers=key["numbers"])
 
 
 def _cacheable(state: AgentState, quality: dict[str, Any], sources: list | None) -> bool:
     flags = state["flags"]
     return (state["mode"] == "ai_agent" and flags.response_cache_enabled
-            and state.get("question_vec") is not None and bool(sources)
-            and not (state.get("intent") or {}).get("skip_retrieval")
+            and state.get("question_vec") is not None and bool(state.get("cache_key"))
+            and bool(sources) and not (state.get("intent") or {}).get("skip_retrieval")
             and float(quality.get("overall", 0.0)) >= flags.quality_threshold)

@@ -52,8 +52,29 @@ def classify(text: str, concept_count: int, flags) -> dict[str, Any]:
 
 
 def classify_intent(state: AgentState, svc: Services) -> dict[str, Any]:
-    """Node: classify the turn (baseline mode never retrieves)."""
+    """Node: classify the turn (baseline mode never retrieves), and the question's type
+    (:func:`question_type`) when it will be answered from documents."""
     if state["mode"] == "llm":
         return {"intent": {"label": "baseline", "complexity": "none", "k": 0,
                            "skip_retrieval": True, "reason": "mode=llm (plain-LLM baseline)"}}
-    return {"intent": classify(state["text"], state["slots"].concept_count, state["flags"])}
+    intent = classify(state["text"], state["slots"].concept_count, state["flags"])
+    if intent["skip_retrieval"]:
+        return {"intent": intent}
+    return {"intent": intent, "qtype": question_type(state, svc)}
+
+
+def question_type(state: AgentState, svc: Services) -> dict[str, Any] | None:
+    """The consumer-health question type (:func:`core.qtype.classify_question`: side effects,
+    dosage, test_result, ...), which the evidence selection follows (issue 14). It reuses the
+    turn's question vector when that is the bundled e5 one the model was trained on; otherwise
+    ``classify_question`` embeds the question itself. ``None`` when it fails (the answer then
+    does not follow a type)."""
+    from core.qtype import classify_question, e5_name
+
+    vec = state.get("question_vec")
+    same = vec is not None and getattr(svc.embedder, "name", None) == e5_name()
+    try:
+        t = classify_question(state["question"], state["lang"], vec=vec if same else None)
+    except Exception as exc:  # a ranking hint must never cost the user the answer
+        return {"label": None, "error": str(exc)[:200]}
+    return {"label": t.label, "confidence": round(t.confidence, 4)}

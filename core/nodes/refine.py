@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from core import prompts
+from core.injection import escape_quoted
 from core.llm.client import LLMError
 from core.quality import QualityScore, heuristic_score, parse_judge
 from core.services import Services
@@ -25,8 +26,13 @@ MIN_IMPROVEMENT = 0.05
 
 def _judge(state: AgentState, svc: Services) -> tuple[QualityScore | None, str]:
     evidence = "\n\n".join(f"[{i}] {d['text'][:1500]}" for i, d in enumerate(state.get("docs", []), 1))
-    user = json.dumps({"question": state["question"], "answer": state["answer"],
-                       "evidence": evidence}, ensure_ascii=False)
+    payload = {"question": escape_quoted(state["question"]),  # quoted data (issue 12)
+               "answer": escape_quoted(state["answer"]), "evidence": escape_quoted(evidence)}
+    unsupported = (state.get("citations") or {}).get("unsupported") or []
+    if unsupported:  # core.citations: the judge sees which citations the evidence does not support
+        payload["unsupported_citations"] = [escape_quoted(f"[{u['n']}] {u['sentence']} ({u['reason']})")
+                                            for u in unsupported]
+    user = json.dumps(payload, ensure_ascii=False)
     try:
         reply = svc.llm.complete([{"role": "system", "content": prompts.JUDGE},  # type: ignore[union-attr]
                                   {"role": "user", "content": user}], json_mode=True, max_tokens=400)
@@ -45,7 +51,10 @@ def refine(state: AgentState, svc: Services) -> dict[str, Any]:
         out["llm_calls"] = 1
     if score is None:
         docs_text = " ".join(d["text"].lower() + " " + d["title"].lower() for d in state.get("docs", []))
-        uncovered = [t for t in state.get("profile_terms", []) if t.lower() not in docs_text]
+        # only the names the question asked about (its fill-in) may send retrieval after the
+        # profile; any other profile term would bring in documents on its own (issue 14)
+        fill = state.get("profile_fill_in", [])  # one drug's names in both languages: any will do
+        uncovered = [] if any(t.lower() in docs_text for t in fill) else list(fill)
         score = heuristic_score(state["answer"], len(state.get("sources", [])),
                                 state.get("profile_terms", []) if state["sections"].get("profile") else [],
                                 uncovered if state["sections"].get("profile") else [])
@@ -64,12 +73,16 @@ def _rewrite(state: AgentState, svc: Services, missing: list[str]) -> tuple[str,
     base = f"{state['question']} {' '.join(missing)}".strip()
     if svc.llm is None or not state["flags"].dynamic_query_rewrite:
         return base, 0
-    profile = state.get("profile_summary", "")
+    # the profile goes to the rewrite only when the question points at the user's own
+    # medication or condition: otherwise it would pull in documents on its own (issue 14)
+    profile = state.get("profile_summary", "") if state.get("profile_fill_in") else ""
     try:
         reply = svc.llm.complete([{"role": "system", "content": prompts.REWRITE},
                                   {"role": "user", "content": json.dumps(
-                                      {"question": state["question"], "missing_info": missing,
-                                       "profile": profile}, ensure_ascii=False)}], max_tokens=80)
+                                      {"question": escape_quoted(state["question"]),
+                                       "missing_info": [escape_quoted(m) for m in missing],
+                                       "profile": escape_quoted(profile)}, ensure_ascii=False)}],
+                                 max_tokens=80)
         return reply.text.strip() or base, 1
     except LLMError:
         return base, 1

@@ -22,8 +22,9 @@ def retrieve(state: AgentState, svc: Services) -> dict[str, Any]:
     """Search the knowledge index with the (rewritten) query.
 
     k is the intent's k, capped at ``documents_budget // average chunk tokens`` when
-    ``budget_aware_retrieval`` is on. On a refine iteration the rewritten query is embedded
-    anew; on the first pass the question vector from ``check_similarity`` is reused.
+    ``budget_aware_retrieval`` is on. On a refine iteration, or when ``assemble_context``
+    filled in the user's own medication or condition, the rewritten query is embedded anew;
+    otherwise the turn's question vector is reused.
     """
     flags, index = state["flags"], svc.index()
     k = max(1, int(state["intent"]["k"]))
@@ -31,7 +32,7 @@ def retrieve(state: AgentState, svc: Services) -> dict[str, Any]:
     k_final = min(k, cap) if flags.budget_aware_retrieval else k
     iteration = state.get("refine_iterations", 0)
     vec = state.get("question_vec")
-    if iteration > 0 and flags.retrieval_mode != "bm25":
+    if (iteration > 0 or state.get("profile_fill_in")) and flags.retrieval_mode != "bm25":
         vec = svc.embedder.embed_query(state["retrieval_query"])
     docs, trace = hybrid_search(index, state["retrieval_query"], vec, k_final,
                                 flags.retrieval_mode, svc.settings.rrf_k)

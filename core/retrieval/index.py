@@ -8,6 +8,8 @@ Layout of an index directory (format 2)::
     g000006/        the previous generation, kept until the next swap (a reader may be loading it)
     vectors.sqlite  chunk embeddings by (embedder, text hash), shared by every generation, so a
                     chunk is embedded once whatever the generation (filled by ``medbot ingest``)
+    sentences.sqlite  the same for every sentence of every chunk (core.retrieval.sentences):
+                    the offline generator picks evidence sentences by meaning with them
     .lock           held by the one writer (build, add, delete, rebuild)
 
 Writers (``core.retrieval.ingest``) build a new generation beside the live one and publish it by
@@ -40,6 +42,7 @@ import numpy as np
 
 from core.embedding import Embedder
 from core.retrieval import tokenize as tok
+from core.retrieval.sentences import SentenceVectors
 from core.retrieval.vectors import VectorStore
 
 FORMAT_VERSION = 2
@@ -278,6 +281,8 @@ class HybridIndex:
         self._loader: threading.Thread | None = None
         self._dense_checked = self._stamp_checked = time.monotonic()
         self.reload_error: Exception | None = None
+        self.sentences = (SentenceVectors(self.dir, embedder.name, embedder.dim)
+                          if embedder is not None else None)
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -331,6 +336,8 @@ class HybridIndex:
             finally:
                 store.close()
         dense, rows, vecs, row_of = _dense_part(self.dir, self.embedder, snap.chunks)
+        if self.sentences is not None:
+            self.sentences.forget_missing()
         self._snap = dataclasses.replace(snap, dense=dense, dense_rows=rows, dense_vecs=vecs,
                                          row_of=row_of)
 
@@ -348,9 +355,17 @@ class HybridIndex:
         if wait:
             loader.join()
 
+    def sentence_vectors(self, keys: list[str]) -> dict[str, np.ndarray]:
+        """Stored e5 vectors of sentences by :func:`core.retrieval.sentences.sentence_key`
+        ((dim,) float32, normalised); keys without a vector are absent (none without an
+        embedder)."""
+        return self.sentences.get(keys) if self.sentences is not None else {}
+
     def _load(self) -> None:
         try:
             self._snap = load_snapshot(self.dir, self.embedder)
+            if self.sentences is not None:
+                self.sentences.forget_missing()
             self.reload_error = None
         except Exception as exc:  # keep serving the old snapshot
             self.reload_error = exc

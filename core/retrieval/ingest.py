@@ -4,7 +4,9 @@ Two stages. The BM25 stage reads, chunks, tokenises and indexes everything, then
 new generation (``chunks.jsonl`` + ``bm25/``, see :mod:`core.retrieval.index`) by swapping
 ``manifest.json``: from then on the index answers queries. The dense stage embeds the chunks
 that have no vector yet, batch by batch, committing each batch; it can be interrupted at any
-moment and resumed by running the same command.
+moment and resumed by running the same command. It then embeds every sentence of every chunk
+(``sentences.sqlite``, :mod:`core.retrieval.sentences`): the offline generator picks evidence
+sentences by meaning with them.
 
 Lifecycle of an existing index (each takes the directory's write lock; readers never wait):
 
@@ -40,6 +42,7 @@ from core.embedding import Embedder
 from core.retrieval.documents import Chunk, ReadError, chunk_document, read_documents
 from core.retrieval.index import (BM25_TOKENIZER, FORMAT_VERSION, bm25_tokens_many,
                                   check_compatible, generation_dir, read_manifest)
+from core.retrieval import sentences as sent
 from core.retrieval.vectors import VectorStore
 from core.tokens import count_tokens
 
@@ -68,6 +71,9 @@ class IngestReport:
     deleted: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     pruned_vectors: int = 0
+    sentences_embedded: int = 0
+    sentences_before: int = 0
+    sentences_seconds: float = 0.0
 
     @property
     def embedded_total(self) -> int:
@@ -205,10 +211,11 @@ def stage_generation(index_dir: Path, chunks: Sequence[Chunk], retriever: bm25s.
 
 
 def publish(index_dir: Path, gen: str, chunks: Sequence[Chunk], embedder_name: str | None,
-            sources: list[str]) -> dict:
+            sources: list[str], extra: dict | None = None) -> dict:
     """Make generation ``gen`` live by atomically replacing ``manifest.json``, then remove
     generations older than the one it replaces (and a format-1 index's flat files). Call under
-    :func:`write_lock`. Returns the new manifest."""
+    :func:`write_lock`. ``extra``: more manifest keys (the bundled index's version stamps).
+    Returns the new manifest."""
     try:
         previous = read_manifest(index_dir).get("generation", "")
     except FileNotFoundError:
@@ -218,7 +225,8 @@ def publish(index_dir: Path, gen: str, chunks: Sequence[Chunk], embedder_name: s
                 "tokenizer": BM25_TOKENIZER, "embedder": embedder_name,
                 "documents": len({c.doc_id for c in chunks}), "chunks": len(chunks),
                 "avg_chunk_tokens": round(sum(count_tokens(c.text) for c in sample) / max(len(sample), 1), 1),
-                "built_at": time.time(), "sources": sources}
+                "built_at": time.time(), "sources": sources,
+                "sentence_splitter": sent.SPLITTER, **(extra or {})}
     tmp = index_dir / "manifest.json.new"
     with tmp.open("w") as fh:
         fh.write(json.dumps(manifest, indent=2))
@@ -282,6 +290,8 @@ def add_documents(paths: Sequence[Path], index_dir: Path, embedder: Embedder | N
         name = embedder.name if embedder else manifest.get("embedder")
         if embedder is not None:
             embed_missing(new, index_dir, embedder, report, batch_size, progress=progress)
+            if not report.interrupted:
+                embed_chunk_sentences(new, index_dir, embedder, report, progress=progress)
             if report.interrupted:
                 return report
         report.generation = gen
@@ -324,18 +334,24 @@ def delete_documents(index_dir: Path, doc_ids: Sequence[str], progress: bool = T
                 report.pruned_vectors = store.prune({c.hash for c in chunks})
             finally:
                 store.close()
+        if (index_dir / sent.FILE).exists():  # a deleted document's sentences go too
+            store = VectorStore(index_dir / sent.FILE)
+            try:
+                report.pruned_vectors += store.prune(set(sent.distinct_sentences(c.text for c in chunks)))
+            finally:
+                store.close()
     report.bm25_seconds = time.perf_counter() - t0
     return report
 
 
 def rebuild_index(paths: Sequence[Path], index_dir: Path, embedder: Embedder | None,
                   chunk_tokens: int = 300, overlap_tokens: int = 50, batch_size: int = 16,
-                  progress: bool = True) -> IngestReport:
+                  progress: bool = True, extra: dict | None = None) -> IngestReport:
     """Rebuild ``index_dir`` from ``paths`` beside the live generation and swap it in only
     when complete (BM25 and every vector), so a running service answers from the old index
     until then. Unchanged chunks reuse their stored vectors. The embedder may differ from the
     old index's (the new manifest records it). If embedding is interrupted nothing is swapped
-    (``report.interrupted``); rerun to continue.
+    (``report.interrupted``); rerun to continue. ``extra``: more manifest keys (see :func:`publish`).
     Raises:
         FileNotFoundError, ValueError, IndexBusyError: as :func:`build_bm25_stage`.
     """
@@ -351,11 +367,13 @@ def rebuild_index(paths: Sequence[Path], index_dir: Path, embedder: Embedder | N
         report.bm25_seconds = time.perf_counter() - t0
         if embedder is not None:
             embed_missing(chunks, index_dir, embedder, report, batch_size, progress=progress)
+            if not report.interrupted:
+                embed_chunk_sentences(chunks, index_dir, embedder, report, progress=progress)
             if report.interrupted:
                 return report
         report.generation = gen
         publish(index_dir, gen, chunks, embedder.name if embedder else None,
-                [str(Path(p).resolve()) for p in paths])
+                [str(Path(p).resolve()) for p in paths], extra)
     return report
 
 
@@ -401,3 +419,21 @@ def embed_missing(chunks: Sequence[Chunk], index_dir: Path, embedder: Embedder,
             report.dense_seconds = time.perf_counter() - t0
     finally:
         store.close()
+
+
+def embed_chunk_sentences(chunks: Sequence[Chunk], index_dir: Path, embedder: Embedder,
+                          report: IngestReport, batch_size: int = 64, progress: bool = True) -> None:
+    """Embed every sentence of ``chunks`` that has no vector yet (the offline generator's
+    sentence selection, :mod:`core.retrieval.sentences`), committing each batch.
+
+    Fills ``report.sentences_embedded`` / ``sentences_before`` / ``sentences_seconds``; a
+    ``KeyboardInterrupt`` stops after the last committed batch and sets ``report.interrupted``.
+    """
+    t0 = time.perf_counter()
+    try:
+        now, before, _ = sent.embed_sentences([c.text for c in chunks], Path(index_dir), embedder,
+                                              batch_size, progress)
+        report.sentences_embedded, report.sentences_before = now, before
+    except KeyboardInterrupt:
+        report.interrupted = True
+    report.sentences_seconds = time.perf_counter() - t0

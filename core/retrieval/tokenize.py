@@ -23,11 +23,40 @@ _STOP = frozenset(STOPWORDS_EN_PLUS)
 _lock = threading.Lock()
 
 
+# Kiwi's construction (issue 14, docs/benchmarks.md "Kiwi's model and memory"): the CoNg
+# language model (kiwipiepy-model ships no other since 0.22), one thread (-1: no worker pool;
+# 0 starts one per core since 0.21), and neither the WikiData multi-word dictionary (195 MB of
+# RSS, 4x the load time, same nDCG@10 on the Korean set) nor the typo dictionary (typo
+# correction is off).
+KIWI_OPTIONS = {"model_type": "cong", "num_workers": -1, "load_multi_dict": False, "load_typo_dict": False}
+
+
 @lru_cache(maxsize=1)
 def _kiwi():
     from kiwipiepy import Kiwi  # the model ships in kiwipiepy-model; nothing is downloaded
 
-    return Kiwi(num_workers=0)
+    return Kiwi(**KIWI_OPTIONS)
+
+
+def load() -> None:
+    """Load Kiwi's model now (about 0.5 s idle, far more on a busy machine), so that the first
+    Korean turn does not pay for it: the service calls this at start."""
+    tokenize("제가 먹는 약 때문에 다리가 부을 수 있나요? 아침마다 머리가 아파요.")  # CoNg builds its
+    # caches on the first real sentence: do it here, not in the first Korean turn
+
+
+def versions() -> dict[str, str]:
+    """What the Korean tokens depend on: kiwipiepy and kiwipiepy-model versions and the Kiwi
+    options. Stamped into the bundled index's manifest (another value rebuilds its BM25 side)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"name": NAME, "options": ",".join(f"{k}={v}" for k, v in sorted(KIWI_OPTIONS.items()))}
+    for pkg in ("kiwipiepy", "kiwipiepy_model"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "absent"
+    return out
 
 
 def _english(text: str) -> list[str]:

@@ -43,11 +43,19 @@ class VectorStore:
         return int(self._db.execute("SELECT COUNT(*) FROM vectors WHERE embedder=?",
                                     (embedder,)).fetchone()[0])
 
-    def put_many(self, embedder: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
-        """Store one batch and commit it. ``vectors`` is (len(hashes), dim) float32."""
+    def dim(self, embedder: str) -> int:
+        """Dimension of ``embedder``'s stored vectors (0 when it has none)."""
+        row = self._db.execute("SELECT v FROM vectors WHERE embedder=? LIMIT 1", (embedder,)).fetchone()
+        return len(row[0]) // 4 if row else 0
+
+    def put_many(self, embedder: str, hashes: Sequence[str], vectors: np.ndarray,
+                 replace: bool = True) -> None:
+        """Store one batch and commit it. ``vectors`` is (len(hashes), dim) float32;
+        ``replace=False`` keeps a vector already stored under the same key."""
         rows = [(embedder, h, np.asarray(v, dtype=np.float32).tobytes())
                 for h, v in zip(hashes, vectors)]
-        self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        self._db.executemany(f"{verb} INTO vectors VALUES (?, ?, ?)", rows)
         self._db.commit()
 
     def load(self, embedder: str, wanted: Iterable[str], dim: int) -> dict[str, np.ndarray]:

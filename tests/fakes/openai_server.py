@@ -55,16 +55,38 @@ def _message_text(content: Any) -> str:
     return ""
 
 
+_QUESTION_RE = re.compile(r"<question>\n(.*)\n</question>", re.S)
+
+
+def question_of(request_json: Dict[str, Any]) -> str:
+    """The asked question of a chat request: the ``<question>`` block of the last user message
+    (medbot quotes the question there, after the memory and the documents), else that whole
+    message."""
+    last = ""
+    for message in request_json.get("messages") or []:
+        if isinstance(message, dict) and message.get("role") == "user":
+            last = _message_text(message.get("content"))
+    match = _QUESTION_RE.search(last)
+    return match.group(1) if match else last
+
+
 def default_chat_responder(request_json: Dict[str, Any]) -> str:
     """Deterministic reply; never echoes the system prompt."""
     response_format = request_json.get("response_format") or {}
     if isinstance(response_format, dict) and response_format.get("type") == "json_object":
         return json.dumps(DEFAULT_JUDGE_JSON)
-    last_user = ""
-    for message in request_json.get("messages") or []:
-        if isinstance(message, dict) and message.get("role") == "user":
-            last_user = _message_text(message.get("content"))
-    return f"FAKE-LLM answer to: {last_user[:80]}"
+    return f"FAKE-LLM answer to: {question_of(request_json)[:80]}"
+
+
+def echo_chat_responder(request_json: Dict[str, Any]) -> str:
+    """Echo mode: the reply repeats every message it was shown (system and user, in order),
+    as an endpoint that leaks its prompt would; JSON-mode requests (the judge) still get
+    :data:`DEFAULT_JUDGE_JSON`, so echoed answers pass the quality check and are cached."""
+    response_format = request_json.get("response_format") or {}
+    if isinstance(response_format, dict) and response_format.get("type") == "json_object":
+        return json.dumps(DEFAULT_JUDGE_JSON)
+    return "\n".join(f"[{m.get('role')}] {_message_text(m.get('content'))}"
+                     for m in request_json.get("messages") or [] if isinstance(m, dict))
 
 
 def fake_embedding(text: str, dim: int = EMBEDDING_DIM) -> List[float]:
@@ -151,8 +173,13 @@ class _Handler(BaseHTTPRequestHandler):
                 "json": body,
             }
         )
+        if fake.on_request is not None:
+            fake.on_request(path, body)  # e.g. a test's barrier that holds a request
         if fake.delay_s > 0:
             time.sleep(fake.delay_s)
+        if fake.hold_marker and fake.hold_marker in json.dumps(body, ensure_ascii=False):
+            fake.held.set()
+            fake.release.wait()
 
         if fake.require_key is not None:
             auth = self.headers.get("Authorization")
@@ -268,6 +295,7 @@ class FakeOpenAIServer:
         require_key: if set (e.g. "sk-test"), every request must carry
             ``Authorization: Bearer <require_key>``; otherwise 401.
         delay_s: artificial per-request delay in seconds (default 0).
+        echo: answer chat requests with :func:`echo_chat_responder` (the prompt repeated).
 
     Attributes:
         base_url: "http://127.0.0.1:<port>/v1" (valid after start).
@@ -275,16 +303,25 @@ class FakeOpenAIServer:
         requests: list of {"method", "path", "headers" (lower-cased), "json"}.
         default_chat: callable(request_json) -> str used when no script queued.
         delay_s: mutable per-request delay.
+        held: set when a request carrying the :meth:`hold` marker arrived.
+        on_request: callable(path, request_json) run (in the handler thread) after a request
+            is recorded and before it is answered, or None.
     """
 
-    def __init__(self, require_key: Optional[str] = None, delay_s: float = 0.0) -> None:
+    def __init__(self, require_key: Optional[str] = None, delay_s: float = 0.0,
+                 echo: bool = False) -> None:
         self.require_key = require_key
         self.delay_s = float(delay_s)
-        self.default_chat: Callable[[Dict[str, Any]], str] = default_chat_responder
+        self.default_chat: Callable[[Dict[str, Any]], str] = (
+            echo_chat_responder if echo else default_chat_responder)
+        self.on_request: Optional[Callable[[str, Any], None]] = None
         self.requests: List[Dict[str, Any]] = []
         self.chat_script: Deque[ChatScript] = deque()
         self._lock = threading.Lock()
         self._counter = 0
+        self.hold_marker: Optional[str] = None
+        self.held = threading.Event()
+        self.release = threading.Event()
         self._httpd: Optional[ThreadingHTTPServer] = None
         self._thread: Optional[threading.Thread] = None
         self.port: Optional[int] = None
@@ -306,7 +343,21 @@ class FakeOpenAIServer:
         self._thread.start()
         return self
 
+    def hold(self, marker: str) -> "FakeOpenAIServer":
+        """Hold every request whose body contains ``marker`` (chat or embeddings) until
+        :meth:`unhold`; :attr:`held` is set when one arrives (a turn is then mid-flight)."""
+        self.held.clear()
+        self.release.clear()
+        self.hold_marker = marker
+        return self
+
+    def unhold(self) -> None:
+        """Answer the held requests and hold no more."""
+        self.hold_marker = None
+        self.release.set()
+
     def stop(self) -> None:
+        self.release.set()
         httpd, thread = self._httpd, self._thread
         self._httpd = self._thread = None
         if httpd is not None:
@@ -355,4 +406,4 @@ class FakeOpenAIServer:
             return self._counter
 
 
-__all__ = ["FakeOpenAIServer", "default_chat_responder", "fake_embedding", "DEFAULT_JUDGE_JSON", "EMBEDDING_DIM"]
+__all__ = ["FakeOpenAIServer", "default_chat_responder", "question_of", "fake_embedding", "DEFAULT_JUDGE_JSON", "EMBEDDING_DIM"]

@@ -8,6 +8,11 @@ JSON envelope (``{"ok": true, "result": ...}``) for the methods the adapter uses
   ``sendMessage``, ``sendChatAction``, ``setWebhook``, ``deleteWebhook``, ``setMyCommands``;
   any other method answers ``true``.
 
+``sendMessage`` checks its text as Telegram does: empty text is refused, and with
+``parse_mode=HTML`` the markup must parse (:func:`telegram_html_error`: only Telegram's tags,
+properly nested and closed, every ``< > &`` outside a tag escaped, only the four named
+entities); otherwise HTTP 400 "Bad Request: can't parse entities: ...".
+
 Test helpers: :meth:`FakeTelegramServer.push_text` queues a user's message as an update (polling)
 or :meth:`deliver_webhook` POSTs it to the registered webhook like Telegram does;
 :meth:`fail_next` makes the next call of a method fail with HTTP 429 and ``retry_after``;
@@ -17,12 +22,94 @@ or :meth:`deliver_webhook` POSTs it to the registered webhook like Telegram does
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import urllib.request
+from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 from urllib.parse import parse_qs
+
+ALLOWED_TAGS = {"b": (), "strong": (), "i": (), "em": (), "u": (), "ins": (), "s": (), "strike": (),
+                "del": (), "span": ("class",), "tg-spoiler": (), "a": ("href",), "tg-emoji": ("emoji-id",),
+                "code": ("class",), "pre": (), "blockquote": ("expandable",)}
+"""Telegram's HTML tags and their attributes (Bot API, "Formatting options", HTML style)."""
+_NAMED_ENTITIES = {"lt", "gt", "amp", "quot"}
+_STYLE = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler"}
+
+
+class _TelegramHtml(HTMLParser):
+    """Telegram's HTML rules over a message text; ``error`` is the first problem found."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=False)
+        self.stack: list[str] = []
+        self.error: str | None = None
+
+    def _fail(self, message: str) -> None:
+        if self.error is None:
+            self.error = f"{message} at byte offset {self.getpos()[1]}"
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in ALLOWED_TAGS:
+            return self._fail(f'Unsupported start tag "{tag}"')
+        if any(name not in ALLOWED_TAGS[tag] for name, _ in attrs):
+            return self._fail(f'Unsupported attribute in tag "{tag}"')
+        if tag == "a" and not dict(attrs).get("href"):
+            return self._fail('Tag "a" must have attribute "href"')
+        parent = self.stack[-1] if self.stack else None
+        if parent in ("code", "pre") and not (parent == "pre" and tag == "code"):
+            return self._fail(f'Entity "{tag}" can\'t be nested in "{parent}"')  # pre and code contain nothing
+        if tag in ("a", "blockquote") and tag in self.stack:
+            return self._fail(f'Entity "{tag}" can\'t be nested in "{tag}"')
+        if tag in ("code", "pre") and parent in _STYLE:
+            return self._fail(f'Entity "{tag}" can\'t be nested in "{parent}"')
+        self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._fail(f'Unsupported start tag "{tag}/"')
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.stack:
+            return self._fail(f'Unexpected end tag "{tag}"')
+        if self.stack.pop() != tag:
+            self._fail(f'Unmatched end tag "{tag}"')
+
+    def handle_data(self, data: str) -> None:
+        for ch in "<>&":
+            if ch in data:
+                self._fail(f'Unescaped "{ch}"')
+
+    def handle_entityref(self, name: str) -> None:
+        if name not in _NAMED_ENTITIES:
+            self._fail(f'Unsupported HTML entity "&{name};"')
+
+    def handle_comment(self, data: str) -> None:
+        self._fail("Unsupported comment")
+
+    def handle_decl(self, decl: str) -> None:
+        self._fail("Unsupported declaration")
+
+    def handle_pi(self, data: str) -> None:
+        self._fail("Unsupported processing instruction")
+
+    def unknown_decl(self, data: str) -> None:
+        self._fail("Unsupported declaration")
+
+
+def telegram_html_error(text: str) -> str | None:
+    """Why Telegram would refuse ``text`` with ``parse_mode=HTML`` (the detail after "can't
+    parse entities: "), or ``None`` when it parses."""
+    parser = _TelegramHtml()
+    parser.feed(text)
+    parser.close()
+    if parser.error is None and parser.rawdata:
+        parser._fail(f"Unclosed start tag near {parser.rawdata[:20]!r}")  # "<b" cut off at the end
+    if parser.error is None and parser.stack:
+        return f'Can\'t find end tag corresponding to start tag "{parser.stack[-1]}"'
+    return parser.error
+
 
 BOT_ID = 777000
 BOT_USERNAME = "medbot_test_bot"
@@ -136,8 +223,9 @@ class FakeTelegramServer:
             self._next_update += 1
             self._next_message += 1
         ents = list(entities or [])
-        if text.startswith("/"):
-            ents.insert(0, {"type": "bot_command", "offset": 0, "length": len(text.split()[0])})
+        command = re.match(r"/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]+)?(?=\s|$)", text)
+        if command:  # Telegram marks "/name" and "/name@bot", not "/ text"
+            ents.insert(0, {"type": "bot_command", "offset": 0, "length": command.end()})
         chat = {"id": chat_id, "type": chat_type}
         if chat_type != "private":
             chat["title"] = "Test group"
@@ -215,10 +303,28 @@ class FakeTelegramServer:
             if status == 429:
                 body["parameters"] = {"retry_after": retry}
             return status, body
+        refusal = self._refusal(method, params)
+        if refusal:
+            self._record(method, params, False)
+            return 400, {"ok": False, "error_code": 400, "description": f"Bad Request: {refusal}"}
         self._record(method, params, True)
         if method == "getUpdates":
             return 200, {"ok": True, "result": self._get_updates(params)}
         return 200, {"ok": True, "result": self._result(method, params)}
+
+    @staticmethod
+    def _refusal(method: str, params: dict[str, Any]) -> str | None:
+        """What Telegram's checks of a message text would refuse (``None``: accepted)."""
+        if method not in ("sendMessage", "editMessageText"):
+            return None
+        text = str(params.get("text") or "")
+        if not text.strip():
+            return "message text is empty"
+        if str(params.get("parse_mode") or "").upper() == "HTML":
+            error = telegram_html_error(text)
+            if error:
+                return f"can't parse entities: {error}"
+        return None
 
     def _record(self, method: str, params: dict[str, Any], ok: bool) -> None:
         with self._cond:

@@ -1,0 +1,125 @@
+"""Turns interrupted by a crash (issue 12: no message is ever lost).
+
+Every message is written as a turn before any processing (write-ahead: :meth:`core.agent.Agent
+.accept`), its ``meta`` holding :func:`received_meta`: ``state`` ``received``, the ``owner``
+process (``host:pid:token``), the channel, role and platform ``message_id``. The turn's state
+then becomes ``answered`` (:meth:`storage.repositories.Repository.set_reply`), ``failed`` (the
+agent apologised) or ``interrupted`` (given up after a crash; the user's words stay).
+
+A ``received`` turn is *interrupted* (:func:`is_interrupted`) when its owner is gone: a dead
+process on this host (or an earlier process with this pid, e.g. a restarted container), or any
+owner on another host after ``TURN_STALE_S``. ``medbot run`` claims such turns at start-up
+(:func:`claim_interrupted`, a compare-and-set on the owner, so two starting processes never
+take the same turn) and answers them through the channel of their session, or marks them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from storage.models import Turn, as_utc, utcnow
+from storage.repositories import Repository
+
+log = logging.getLogger(__name__)
+
+MAX_RESUME_ATTEMPTS = 1
+"""A turn is re-run after a crash at most this often; if that run is interrupted too (the
+message itself may be what kills the process), it is marked ``interrupted`` instead."""
+
+
+@lru_cache(maxsize=None)
+def _owner(pid: int) -> str:
+    return f"{socket.gethostname()}:{pid}:{uuid.uuid4().hex[:12]}"
+
+
+def process_owner() -> str:
+    """This process's owner token ``host:pid:random`` (new in a forked child)."""
+    return _owner(os.getpid())
+
+
+def received_meta(channel: str, role: str, message_id: str | None) -> dict[str, Any]:
+    """The write-ahead ``meta`` of a new turn (state ``received``, owned by this process)."""
+    meta: dict[str, Any] = {"state": "received", "owner": process_owner(), "channel": channel,
+                            "role": role}
+    if message_id:
+        meta["message_id"] = str(message_id)
+    return meta
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a killed child its parent has not reaped yet is a zombie: gone for our purpose
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def is_interrupted(turn: Turn, stale_s: float, now: datetime | None = None) -> bool:
+    """True when ``turn`` was received but its owner can no longer answer it.
+
+    Args:
+        stale_s: age (seconds) after which an owner on another host counts as gone.
+    """
+    meta = turn.meta or {}
+    if turn.reply is not None or meta.get("state") != "received":
+        return False
+    owner = str(meta.get("owner") or "")
+    if owner == process_owner():
+        return False  # running here
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    age = ((now or utcnow()) - as_utc(turn.created_at)).total_seconds()
+    if host == socket.gethostname() and pid_text.isdigit():
+        pid = int(pid_text)
+        return pid == os.getpid() or not _pid_alive(pid) or age > stale_s
+    return age > stale_s
+
+
+def claim(repo: Repository, turn: Turn) -> bool:
+    """Take an interrupted turn for this process (compare-and-set on its owner) and count the
+    attempt; False when another process took it first."""
+    meta = turn.meta or {}
+    return repo.update_turn_meta(turn.id, {"owner": process_owner(),  # type: ignore[arg-type]
+                                           "attempts": int(meta.get("attempts", 0)) + 1},
+                                 if_owner=str(meta.get("owner") or ""))
+
+
+def claim_interrupted(repo: Repository, stale_s: float, limit: int = 1000) -> list[Turn]:
+    """Find and claim the interrupted turns (oldest first) for this process.
+
+    Returns:
+        The claimed turns, re-read: ``meta["attempts"]`` counts this claim, and
+        :func:`should_resume` tells whether to re-run or to give up on each.
+    """
+    out = []
+    for turn in repo.unanswered_turns(limit):
+        if is_interrupted(turn, stale_s) and claim(repo, turn):
+            fresh = repo.turn(turn.id)  # type: ignore[arg-type]
+            if fresh is not None:
+                out.append(fresh)
+    if out:
+        log.warning("recovery: %d turn(s) interrupted by a crash", len(out))
+    return out
+
+
+def should_resume(turn: Turn) -> bool:
+    """True while the turn's claims are within :data:`MAX_RESUME_ATTEMPTS`."""
+    return int((turn.meta or {}).get("attempts", 0)) <= MAX_RESUME_ATTEMPTS
+
+
+def mark_interrupted(repo: Repository, turn_id: int) -> None:
+    """Give up on a turn: state ``interrupted`` (the user's words stay; never re-run)."""
+    repo.update_turn_meta(turn_id, {"state": "interrupted"})
+    log.warning("recovery: turn %s marked interrupted", turn_id)
