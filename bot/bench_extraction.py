@@ -7,7 +7,8 @@ Scoring rules:
 - concepts: (CUI, slot) pairs regardless of status for detection; status accuracy over the
   detected pairs, per gold status;
 - implausible: the measurement keys asked back to the user;
-- red flags: the first predicted category against the gold one (``none`` for no flag).
+- red flags: the first predicted category against the gold one (``none`` for no flag); the
+  gold labels are issue 3's nine, a flag of any issue-11 category they map to counts as a hit.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from bot.bench import percentile
 from core.extraction import Extractor
 from core.safety import red_flags
+from core.safety.taxonomy import OLD_TO_NEW
 
 STATUS_TARGETS = ("negated", "family", "stopped")
 
@@ -112,13 +114,13 @@ def evaluate(extractor: Extractor, rows: list[dict[str, Any]], warmup: int = 20)
     """Run the extractor and triage over ``rows`` and score them (see the module docstring)."""
     for row in rows[:warmup]:
         extractor.extract(row["text"], row["lang"])
-        red_flags(row["text"])
+        red_flags(row["text"], row["lang"])
     rep = Report()
     for row in rows:
         t0 = time.perf_counter()
         slots = extractor.extract(row["text"], row["lang"])
         t1 = time.perf_counter()
-        flags = red_flags(row["text"])
+        flags = red_flags(row["text"], row["lang"], slots)
         t2 = time.perf_counter()
         rep.extract_ms.append((t1 - t0) * 1000)
         rep.triage_ms.append((t2 - t1) * 1000)
@@ -134,8 +136,8 @@ def _score(rep: Report, row: dict[str, Any], slots, flags) -> None:
         _score_concepts(rep, row, slots)
     gold_flag = row["red_flag"] or "none"
     pred_flag = flags[0].category if flags else "none"
-    if gold_flag != "none" and any(f.category == gold_flag for f in flags):
-        pred_flag = gold_flag
+    if gold_flag != "none" and any(f.category in OLD_TO_NEW.get(gold_flag, (gold_flag,)) for f in flags):
+        pred_flag = gold_flag  # issue 3's labels, mapped to issue 11's categories
     rep.confusion[(gold_flag, pred_flag)] += 1
     gold_c = Counter((c["cui"], c["slot"]) for c in row["concepts"])
     pred_c = Counter((c.cui, c.slot) for c in slots.concepts)

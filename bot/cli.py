@@ -265,6 +265,73 @@ def bench_cache_cmd(pairs: Optional[Path] = typer.Option(None, help="JSONL of {a
         result["latency"] = bench_hit_latency(get_settings(), latency)
 
 
+@bench_app.command("triage")
+def bench_triage_cmd(dataset: Optional[Path] = typer.Option(None, help="JSONL, one message per line "
+                                                             "(default: the team's held-out split)."),
+                     as_json: bool = typer.Option(False, "--json"),
+                     rules_only: bool = typer.Option(False, help="Layer 1 alone (no classifier)."),
+                     warmup: int = typer.Option(20, help="Messages run before timing."),
+                     errors: bool = typer.Option(False, help="Also list misses and false alarms (never on "
+                                                             "the held-out split you evaluate on).")) -> None:
+    """Triage recall per category and language, false alarms, confusion matrix, latency per message."""
+    _setup_logging()
+    from bot.bench_triage import bench_triage, misses, render
+    from config.settings import get_settings
+    from core.safety.triage import default_models
+    from core.services import make_extractor
+
+    embedder, clf = default_models()
+    if clf is None and not rules_only:
+        _fail("the triage model does not match this code or embedder: run `medbot triage train`")
+    try:
+        result = bench_triage(dataset, make_extractor(get_settings()), embedder, None if rules_only else clf, warmup)
+    except (FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+    outs = result.pop("_outcomes")
+    typer.echo(json.dumps(result, ensure_ascii=False, indent=2) if as_json else render(result))
+    for e in misses(outs) if errors else []:
+        typer.echo(json.dumps(e, ensure_ascii=False), err=True)
+
+
+triage_app = typer.Typer(no_args_is_help=True, help="Triage layer 2: train or check the shipped model.")
+app.add_typer(triage_app, name="triage")
+
+
+@triage_app.command("train")
+def triage_train_cmd(out: Optional[Path] = typer.Option(None, help="Where to write triage_model.npz/.json "
+                                                                  "(default: the core.safety package's data directory)."),
+                     cache: Optional[Path] = typer.Option(None, help="e5 vector cache (default $MEDBOT_DATA_DIR/triage/e5.npz).")) -> None:
+    """Train the layer-2 classifier on core/safety/data/train/*.tsv and write the model files."""
+    _setup_logging()
+    from config.settings import get_settings
+    from core.embedding import E5Embedder
+    from core.safety.classifier import train_package_model
+
+    from importlib import resources
+
+    embedder = E5Embedder()
+    out = out or Path(str(resources.files("core.safety").joinpath("data")))
+    cache = cache or get_settings().data_dir / "triage" / "e5.npz"
+    model = train_package_model(embedder, out, cache)
+    typer.echo(f"triage model written to {out}: {len(model.categories)} categories, threshold {model.threshold:.4f}, "
+               f"cross-validated {model.meta['cv']}")
+
+
+@triage_app.command("check")
+def triage_check_cmd() -> None:
+    """Exit 0 when the shipped model matches the shipped training data and the bundled embedder."""
+    from core.embedding import E5Embedder
+    from core.safety.classifier import ModelMismatchError, check_stamp, read
+
+    try:
+        model = read()
+        check_stamp(model, E5Embedder().name)
+    except (ModelMismatchError, FileNotFoundError) as exc:
+        _fail(str(exc), 1)
+    typer.echo(f"triage model ok: {model.embedder}, training {model.meta['training_sha256'][:12]}, "
+               f"threshold {model.threshold:.4f}")
+
+
 def _admin(args: list[str], as_json: bool) -> None:
     _setup_logging()
     from config.settings import get_settings

@@ -270,6 +270,8 @@ class Agent:
 
     def _reply(self, st: dict[str, Any], intake: Intake, lang: str, t0: float) -> OutboundMessage:
         answer = st.get("answer", "")
+        if st.get("urgent_notice") and not st.get("red_flags"):  # issue 11: urgent, not emergency
+            answer = st["urgent_notice"] + "\n\n" + answer
         question_cut = count_tokens(st["text"]) > self.settings.max_question_tokens
         note = reply_note(intake, lang, question_cut, self.settings.max_question_tokens,
                           saved=st.get("turn_id") is not None)
@@ -301,6 +303,7 @@ def build_trace(st: dict[str, Any], t0: float) -> dict[str, Any]:
         "cache_hit": st.get("cache_hit"),
         "cache_key": st.get("cache_key"),
         "red_flags": st.get("red_flags", []),
+        "triage": st.get("triage"),
         "generator": st.get("generator"),
         "quality": (st.get("best") or {}).get("quality") or st.get("quality"),
         "quality_history": st.get("quality_history", []),

@@ -27,8 +27,11 @@ class AgentState(TypedDict, total=False):
     flags: Any  # config.flags.FeatureFlags
     notes: list[str]
     erasure_epoch: int | None  # the user's erasure epoch at the turn's start (storage.tombstones)
-    # triage
-    red_flags: list[dict[str, str]]
+    # triage (issue 11): also sets slots (reused by extract_slots) and question_vec (reused by
+    # check_similarity) when the configured embedder is the bundled e5
+    red_flags: list[dict[str, Any]]  # category, matched (evidence), layer (1 rules, 2 classifier, 3 LLM)
+    triage: dict[str, Any]  # core.safety.TriageResult.trace(): flags, p_emergency, findings, notes
+    urgent_notice: str  # the "see a doctor today" line added above a normal answer, or ""
     # extract_slots / store_memory
     slots: Any  # core.extraction.Slots
     turn_id: int

@@ -36,13 +36,13 @@ def shared_agent(tmp_path_factory, default_index):
 def test_the_message_is_stored_before_any_node_runs(agent, monkeypatch):
     user, text = "lost:wal", "혈압이 150/95인데 괜찮나요?"
     seen_by_triage = []
-    original = triage_node.red_flags
+    original = triage_node.assess
 
-    def spy(t):
+    def spy(*args, **kwargs):
         seen_by_triage.append([x.user_text for x in agent.services.repo.recent_turns(user, 5)])
-        return original(t)
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(triage_node, "red_flags", spy)
+    monkeypatch.setattr(triage_node, "assess", spy)
     reply = agent.handle(InboundMessage(user_id=user, text=text))
     assert seen_by_triage == [[text]]  # stored before triage, the first node, ran
     turns = agent.services.repo.recent_turns(user, 5)
@@ -51,10 +51,10 @@ def test_the_message_is_stored_before_any_node_runs(agent, monkeypatch):
 
 
 def test_a_failed_turn_keeps_the_words_and_says_they_are_saved(agent, monkeypatch):
-    def broken(_text):
+    def broken(*_args, **_kwargs):
         raise RuntimeError("triage broke")
 
-    monkeypatch.setattr(triage_node, "red_flags", broken)
+    monkeypatch.setattr(triage_node, "assess", broken)
     reply = agent.handle(InboundMessage(user_id="lost:fail", text="What is metformin?", locale="en"))
     assert "something went wrong" in reply.text and "Your message is saved." in reply.text
     turn = agent.services.repo.recent_turns("lost:fail", 1)[0]

@@ -20,6 +20,7 @@ from core.extraction import Extractor
 from core.injection import drop_instructions, escape_quoted, instruction_spans, quote
 from core.memory.summarize import TurnText, extractive_summary
 from core.messages import InboundMessage
+from core.safety.second_opinion import SYSTEM as TRIAGE_SYSTEM
 from fakes.openai_server import FakeOpenAIServer, question_of
 
 # -- the rule: instructions addressed to the assistant -------------------------------------------
@@ -185,6 +186,8 @@ def _kind(body: dict) -> str:
         return "summary"
     if system.startswith(prompts.SYSTEM["en"]):
         return "answer"
+    if system == TRIAGE_SYSTEM:  # triage layer 3: the message is JSON data in the user turn
+        return "triage"
     return "other"
 
 

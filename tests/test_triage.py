@@ -1,5 +1,7 @@
 """Emergency triage: red flags in both languages, suppression rules, and the gate in the graph
-(before the cache and any model call; the turn's facts still stored)."""
+(before the cache and any model call; the turn's facts still stored). Issue 3's tests, with its
+nine labels renamed to issue 11's category ids (``chest_pain`` -> ``cardiac_chest_pain``, ...;
+its "worst headache" case is now ``thunderclap_headache``)."""
 
 from __future__ import annotations
 
@@ -13,26 +15,26 @@ from tests.conftest import make_settings
 
 
 @pytest.mark.parametrize("text,category", [
-    ("가슴이 쥐어짜듯 아프고 식은땀이 나요", "chest_pain"),
-    ("가슴 통증이 왼팔로 퍼져요", "chest_pain"),
-    ("crushing chest pain going down my left arm", "chest_pain"),
+    ("가슴이 쥐어짜듯 아프고 식은땀이 나요", "cardiac_chest_pain"),
+    ("가슴 통증이 왼팔로 퍼져요", "cardiac_chest_pain"),
+    ("crushing chest pain going down my left arm", "cardiac_chest_pain"),
     ("엄마 얼굴 한쪽이 처지고 말이 어눌해요", "stroke"),
     ("suddenly can't lift my right arm and my speech is slurred", "stroke"),
-    ("갑자기 머리가 깨질 듯이 아파요 인생 최악이에요", "stroke"),
-    ("가만히 있어도 숨이 차고 입술이 파래요", "breathing"),
-    ("I can't breathe", "breathing"),
-    ("피를 토했어요", "bleeding"),
-    ("the bleeding won't stop after 30 minutes of pressure", "bleeding"),
-    ("아버지가 쓰러지셨어요", "syncope_confusion"),
-    ("my mom just passed out", "syncope_confusion"),
+    ("갑자기 머리가 깨질 듯이 아파요 인생 최악이에요", "thunderclap_headache"),
+    ("가만히 있어도 숨이 차고 입술이 파래요", "airway_breathing"),
+    ("I can't breathe", "airway_breathing"),
+    ("피를 토했어요", "major_bleeding"),
+    ("the bleeding won't stop after 30 minutes of pressure", "major_bleeding"),
+    ("아버지가 쓰러지셨어요", "collapse"),
+    ("my mom just passed out", "collapse"),
     ("아이가 경련을 해요", "seizure"),
     ("he is having a seizure right now", "seizure"),
     ("벌에 쏘였는데 목이 부어서 숨쉬기 힘들어요", "anaphylaxis"),
     ("my throat is closing up after eating shrimp", "anaphylaxis"),
-    ("죽고 싶어요", "suicide"),
-    ("I don't want to be here anymore, I want to end my life", "suicide"),
-    ("수면제를 한꺼번에 20알 먹었어요", "overdose"),
-    ("I took a whole bottle of tylenol", "overdose"),
+    ("죽고 싶어요", "suicide_self_harm"),
+    ("I don't want to be here anymore, I want to end my life", "suicide_self_harm"),
+    ("수면제를 한꺼번에 20알 먹었어요", "poisoning_overdose"),
+    ("I took a whole bottle of tylenol", "poisoning_overdose"),
 ])
 def test_red_flags_in_both_languages(text, category):
     assert category in [f.category for f in red_flags(text)]
@@ -79,7 +81,7 @@ def test_emergency_skips_cache_retrieval_and_llm_but_stores_facts(tmp_path, defa
         reply = agent.handle(InboundMessage(user_id="t:er", text=text))
         assert server.requests == []  # no LLM call, not even the judge
     assert _nodes(reply) == ["triage", "extract_slots", "store_memory", "store_response"]
-    assert reply.trace["red_flags"][0]["category"] == "chest_pain"
+    assert reply.trace["red_flags"][0]["category"] == "cardiac_chest_pain"
     assert reply.trace["llm_calls"] == 0 and reply.trace["retrieval"] is None
     assert "119" in reply.text and reply.sources == []
     view = profile_view(agent.services.repo, "t:er")

@@ -12,7 +12,10 @@ from storage.tombstones import UserErased
 
 
 def extract_slots(state: AgentState, svc: Services) -> dict[str, Any]:
-    """Slots of the message (SPEC.md §3.1): demographics, concepts, vitals, labs."""
+    """Slots of the message (SPEC.md §3.1): demographics, concepts, vitals, labs. ``triage``
+    extracts them first (layer 1 reads them); they are reused here, not extracted twice."""
+    if state.get("slots") is not None:
+        return {}
     return {"slots": svc.extractor.extract(state["text"], state["lang"],
                                            use_medcat=state["flags"].medcat_enabled)}
 
