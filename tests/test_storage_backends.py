@@ -77,7 +77,9 @@ def test_exclusive_across_threads(backend_settings):
 
 
 def _hold_until_told(settings, held, release, name: str) -> None:
-    with job_lock(name, 30, settings):
+    # a TTL far beyond the test: on a loaded machine a spawned process can take over 30 s to
+    # import, and a lapsed lease would (rightly) be taken over
+    with job_lock(name, 600, settings):
         held.set()
         release.wait(60)
 
