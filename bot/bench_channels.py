@@ -2,7 +2,7 @@
 many users at once, against one user alone.
 
 Every turn goes the way a Telegram or Slack message goes after translation
-(:class:`adapters.common.Frontdesk`: rate limit (off here), per-session order, the agent off the
+(:class:`core.frontdesk.Frontdesk`: rate limit (off here), per-session order, the agent off the
 event loop) with the configured knowledge index, a fresh SQLite database, and a loopback
 OpenAI-compatible stub that answers every call after a fixed delay (the test suite's
 ``tests/fakes/openai_server.py``, so the bench needs a source checkout). Each simulated user
@@ -114,7 +114,7 @@ def bench_channels(users: int = 50, turns: int = 2, solo_turns: int = 10, delay_
 
 
 async def _bench(agent, settings, users: int, turns: int, solo_turns: int):
-    from adapters.common import Frontdesk
+    from core.frontdesk import Frontdesk
 
     asyncio.get_running_loop().set_default_executor(
         ThreadPoolExecutor(max_workers=settings.max_concurrent_turns + 4))

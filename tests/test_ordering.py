@@ -13,7 +13,7 @@ import redis as redis_lib
 from sqlalchemy import select
 from sqlmodel import Session
 
-from adapters.common import Frontdesk
+from core.frontdesk import Frontdesk
 from conftest import make_settings
 from core.messages import InboundMessage
 from core.ordering import MemoryRateLimiter, RedisRateLimiter, SessionSerializer, user_key_prefix

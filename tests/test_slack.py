@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from adapters.common import Frontdesk
+from core.frontdesk import Frontdesk
 from adapters.slack import SlackChannel
 from bot.runner import HttpServer
 from conftest import make_settings

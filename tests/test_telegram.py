@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import Session
 
-from adapters.common import Frontdesk
+from core.frontdesk import Frontdesk
 from adapters.telegram import TelegramChannel
 from bot.bench import FIVE_TURNS
 from bot.runner import HttpServer
