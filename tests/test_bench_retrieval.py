@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot import bench_retrieval as br
+from bot.bench import retrieval as br
 from core.retrieval.index import HybridIndex, bm25_tokens, hangul_bigrams
 from core.retrieval.search import FusionConfig, hybrid_search
 from tests.test_index_lifecycle import FakeEmbedder

@@ -26,7 +26,7 @@ from conftest import make_settings
 from core.audit import KEY_FILE, audit_key, load_or_create_key, subject_hash
 from core.memory.compression import run_memory_compression
 from core.messages import InboundMessage
-from fakes.openai_server import DEFAULT_JUDGE_JSON, FakeOpenAIServer
+from bot.bench.fake_llm import DEFAULT_JUDGE_JSON, FakeOpenAIServer
 from storage.models import AuditLog, CacheEntry, ErasureTombstone, Turn, User
 from storage.tombstones import UserErased
 

@@ -13,7 +13,7 @@ from sqlmodel import Session
 
 from core.frontdesk import Frontdesk
 from adapters.telegram import TelegramChannel
-from bot.bench import FIVE_TURNS
+from bot.bench.turn import FIVE_TURNS
 from bot.runner import HttpServer
 from conftest import make_settings
 from core.messages import OutboundMessage

@@ -4,8 +4,8 @@ many users at once, against one user alone.
 Every turn goes the way a Telegram or Slack message goes after translation
 (:class:`core.frontdesk.Frontdesk`: rate limit (off here), per-session order, the agent off the
 event loop) with the configured knowledge index, a fresh SQLite database, and a loopback
-OpenAI-compatible stub that answers every call after a fixed delay (the test suite's
-``tests/fakes/openai_server.py``, so the bench needs a source checkout). Each simulated user
+OpenAI-compatible stub that answers every call after a fixed delay
+(:mod:`bot.bench.fake_llm`, the one the test suite uses). Each simulated user
 sends their next message when the previous reply arrived, like a person. The response cache is
 off unless ``--cache`` (repeated questions would otherwise be served from it).
 """
@@ -13,7 +13,6 @@ off unless ``--cache`` (repeated questions would otherwise be served from it).
 from __future__ import annotations
 
 import asyncio
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -38,13 +37,8 @@ QUESTIONS = [
 
 
 def _fake_llm_server(delay_s: float):
-    root = Path(__file__).resolve().parents[1]
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    try:
-        from tests.fakes.openai_server import FakeOpenAIServer
-    except ImportError as exc:  # an installed package without the repository's tests/
-        raise SystemExit(f"bench channels needs the source checkout's tests/fakes: {exc}")
+    from bot.bench.fake_llm import FakeOpenAIServer
+
     return FakeOpenAIServer(delay_s=delay_s).start()
 
 

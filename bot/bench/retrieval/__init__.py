@@ -26,17 +26,17 @@ from pathlib import Path
 
 from core.embedding import Embedder
 
-from bot.bench_retrieval.build import (MODEL_WINDOW, BuildStats, WindowEmbedder, bench_embedder,
+from bot.bench.retrieval.build import (MODEL_WINDOW, BuildStats, WindowEmbedder, bench_embedder,
                                        build_summary, dense_sample, embed_datasets, lexical_build,
                                        log, prepare_index, truncate_to_window)
-from bot.bench_retrieval.datasets import (BeirSet, dataset_key, default_cache, derive_title_answer_set,
+from bot.bench.retrieval.datasets import (BeirSet, dataset_key, default_cache, derive_title_answer_set,
                                           load_beir, resolve_dataset)
-from bot.bench_retrieval.korean import (bench_korean, char_bigrams, korean_tokenizers, load_korean,
+from bot.bench.retrieval.korean import (bench_korean, char_bigrams, korean_tokenizers, load_korean,
                                         paired_bootstrap, render_korean, whitespace_tokens)
-from bot.bench_retrieval.report import render
-from bot.bench_retrieval.sweep import (Candidates, choose_across, fuse_docs, gather_candidates,
+from bot.bench.retrieval.report import render
+from bot.bench.retrieval.sweep import (Candidates, choose_across, fuse_docs, gather_candidates,
                                        leave_one_set_out, render_choice, render_sweep, run_sweep, sweep_grid, two_fold)
-from bot.bench_retrieval.timing import (DENSE_METHODS, METHODS, Runner, Timed, method_rows, percentiles,
+from bot.bench.retrieval.timing import (DENSE_METHODS, METHODS, Runner, Timed, method_rows, percentiles,
                                         time_queries, top_docs)
 
 __all__ = [
@@ -171,7 +171,7 @@ def cli_main(dataset: Path | None, as_json: bool, methods: Sequence[str], ks: Se
         if get_settings().index_dir is None:
             ensure_default_index(index_dir, emb)
         if kiwi:  # issue 14: Kiwi's models, nDCG@10 and memory, one child process each
-            from bot.bench_retrieval.kiwi import bench_kiwi_models, render_kiwi
+            from bot.bench.retrieval.kiwi import bench_kiwi_models, render_kiwi
 
             models = bench_kiwi_models(index_dir)
             print(json.dumps(models, indent=2) if as_json else render_kiwi(models))

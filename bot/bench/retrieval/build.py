@@ -16,7 +16,7 @@ import numpy as np
 from core.embedding import Embedder
 from core.tokens import longest_fitting_prefix
 
-from bot.bench_retrieval.datasets import BeirSet, dataset_key, default_cache, resolve_dataset
+from bot.bench.retrieval.datasets import BeirSet, dataset_key, default_cache, resolve_dataset
 
 if TYPE_CHECKING:
     from core.retrieval.index import HybridIndex

@@ -13,8 +13,8 @@ import numpy as np
 
 from core.embedding import Embedder
 
-from bot.bench_retrieval.report import fmt
-from bot.bench_retrieval.timing import Runner, percentiles, time_queries, top_docs
+from bot.bench.retrieval.report import fmt
+from bot.bench.retrieval.timing import Runner, percentiles, time_queries, top_docs
 
 KOREAN_SET = Path(__file__).parent.parent / "data" / "korean_retrieval.jsonl"
 _HANGUL_RUN = re.compile(r"[\uac00-\ud7a3]+|[a-z0-9]+")
@@ -87,7 +87,7 @@ def bench_korean(index_dir: Path, embedder: Embedder | None, path: Path = KOREAN
                  ks: Sequence[int] = (1, 5, 10, 20), sweep: bool = False) -> dict:
     """BM25 with each Korean tokenisation over the index's chunks (documents by their best
     chunk), plus the index's own dense / hybrid methods when ``embedder`` is given, and with
-    ``sweep`` every fusion configuration of :func:`~bot.bench_retrieval.sweep.sweep_grid`
+    ``sweep`` every fusion configuration of :func:`~bot.bench.retrieval.sweep.sweep_grid`
     (``result["sweep"]``, ``result["sweep_two_fold"]``)."""
     from core.retrieval.index import HybridIndex
     from core.retrieval.metrics import evaluate, ndcg_at_k
@@ -126,7 +126,7 @@ def bench_korean(index_dir: Path, embedder: Embedder | None, path: Path = KOREAN
             out["methods"][m] = {"metrics": evaluate(timed.rankings[m], qrels, recall_ks=ks),
                                  "build_s": None, "latency_ms": percentiles(timed.search_ms[m])}
         if sweep:
-            from bot.bench_retrieval.sweep import gather_candidates, run_sweep
+            from bot.bench.retrieval.sweep import gather_candidates, run_sweep
 
             cands = gather_candidates(idx, queries, timed.vectors)
             out["sweep"], out["sweep_two_fold"] = run_sweep(cands, qrels, unit_doc, k)
