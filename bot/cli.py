@@ -489,13 +489,14 @@ def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR 
                         queries: int = typer.Option(500, help="Queries sampled when deriving a set."),
                         seed: int = typer.Option(0, help="Seed of that sample."),
                         timing: bool = typer.Option(True, help="--no-timing: rankings only (one query embedding each, no end-to-end pass)."),
+                        rel_min: int = typer.Option(1, "--rel-min", help="Graded qrels: the lowest grade Recall and MRR count as relevant (nDCG uses the grades); queries with no such document are dropped and counted."),
                         choose: list[Path] = typer.Option([], help="Rank fusion configurations over saved --json --sweep results (repeatable, one per set).")) -> None:
     """nDCG@10, Recall@k, MRR@10, build time and latency p50/p95 per retrieval method."""
     _setup_logging()
     from bot.bench.retrieval import cli_main
 
     raise typer.Exit(cli_main(dataset, as_json, methods, k, unit, sweep, embed, korean, cache,
-                              queries, seed, timing, choose, kiwi))
+                              queries, seed, timing, choose, kiwi, rel_min))
 
 
 if __name__ == "__main__":
