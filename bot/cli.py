@@ -200,7 +200,7 @@ def bench_turn(repeat: int = typer.Option(5, help="How many times to run the fiv
                index: Optional[Path] = typer.Option(None)) -> None:
     """Per-node latency p50 / p95 over the five-turn script."""
     _setup_logging()
-    from bot.bench import bench_turn as run_bench
+    from bot.bench.turn import bench_turn as run_bench
 
     _check_index(index)
     run_bench(repeat, index)
@@ -214,11 +214,11 @@ def bench_extraction_cmd(dataset: Optional[Path] = typer.Option(None, help="Anno
                          medcat: bool = typer.Option(True, help="MedCAT (else the dictionary scan).")) -> None:
     """Slot P / R / F1, status accuracy, red-flag confusion matrix and latency per message."""
     _setup_logging()
-    from bot.bench_extraction import evaluate, load_eval, render, summary
+    from bot.bench.extraction import evaluate, load_eval, render, summary
     from config.settings import get_settings
     from core.services import make_extractor
 
-    from bot.bench_extraction import rss_mb
+    from bot.bench.common import rss_mb
 
     rss0, t0 = rss_mb(), time.perf_counter()
     extractor = make_extractor(get_settings())
@@ -239,7 +239,7 @@ def bench_memory_cmd(turns: int = typer.Option(10_000, help="Stored turns for th
                      index: Optional[Path] = typer.Option(None)) -> None:
     """Prompt tokens over a 50-turn conversation, retention at the last turn, compression throughput."""
     _setup_logging()
-    from bot.bench_memory import bench_memory
+    from bot.bench.memory import bench_memory
     from config.settings import get_settings
 
     _check_index(index)
@@ -254,7 +254,7 @@ def bench_cache_cmd(pairs: Optional[Path] = typer.Option(None, help="JSONL of {a
     """Precision, recall and false hits of the response cache per set and language, the chosen
     thresholds, the hit rate over a replay and the latency of hit turns (issue 15)."""
     _setup_logging()
-    from bot.bench_cache import bench_cache, bench_hit_latency
+    from bot.bench.cache import bench_cache, bench_hit_latency
     from config.settings import get_settings
 
     if pairs is not None and not pairs.exists():
@@ -275,7 +275,7 @@ def bench_triage_cmd(dataset: Optional[Path] = typer.Option(None, help="JSONL, o
                                                              "the held-out split you evaluate on).")) -> None:
     """Triage recall per category and language, false alarms, confusion matrix, latency per message."""
     _setup_logging()
-    from bot.bench_triage import bench_triage, misses, render
+    from bot.bench.triage import bench_triage, misses, render
     from config.settings import get_settings
     from core.safety.triage import default_models
     from core.services import make_extractor
@@ -373,7 +373,7 @@ def bench_channels_cmd(users: int = typer.Option(50, help="Concurrent simulated 
                        cache: bool = typer.Option(False, help="Keep the response cache on.")) -> None:
     """Turn throughput and p95 latency: N concurrent users against one user alone."""
     _setup_logging()
-    from bot.bench_channels import bench_channels
+    from bot.bench.channels import bench_channels
 
     bench_channels(users, turns, solo_turns, delay, cache)
 
@@ -384,7 +384,7 @@ def bench_robustness_cmd(case: list[str] = typer.Option([], help="Run only these
                          as_json: bool = typer.Option(False, "--json")) -> None:
     """Time and peak RSS of one long message (4 KB, 100 KB, 1 MB, one long word) per turn."""
     _setup_logging()
-    from bot.bench_robustness import CASES, bench_robustness
+    from bot.bench.robustness import CASES, bench_robustness
 
     unknown = [c for c in case if c not in CASES]
     if unknown:
@@ -404,7 +404,7 @@ def bench_answers_cmd(medquad: Optional[Path] = typer.Option(None, help="MedQuAD
     """On-topic bullets, ROUGE-L and embedding similarity to the reference, refusals and
     generate_answer latency: today's offline generator beside the evidence selection."""
     _setup_logging()
-    from bot.bench_answers import cli_main
+    from bot.bench.answers import cli_main
 
     raise typer.Exit(cli_main(medquad, korean, cache, split, examples, sweep, as_json))
 
@@ -415,7 +415,7 @@ def bench_service_cmd(threads: list[int] = typer.Option([1, 2], help="EMBED_THRE
     """Start-up time and RSS after an English and a Korean turn; query embedding p50 idle and
     while two busy processes load both cores, per EMBED_THREADS."""
     _setup_logging()
-    from bot.bench_service import bench_service, render
+    from bot.bench.service import bench_service, render
 
     result = bench_service(tuple(threads))
     typer.echo(json.dumps(result, indent=1) if as_json else render(result))
@@ -470,7 +470,7 @@ def bench_llm_cmd(model: str = typer.Option("qwen2.5-coder-1.5b", help="A known 
                   repeat: int = typer.Option(3, help="Timed requests per setting."),
                   as_json: bool = typer.Option(False, "--json")) -> None:
     """Local server speed (prompt and generation tokens/s) for 1 and 2 threads and OpenMP wait policies."""
-    from bot.bench_llm import bench_llm
+    from bot.bench.llm import bench_llm
 
     bench_llm(model, repeat, as_json)
 
@@ -489,13 +489,14 @@ def bench_retrieval_cmd(dataset: Optional[Path] = typer.Option(None, help="BEIR 
                         queries: int = typer.Option(500, help="Queries sampled when deriving a set."),
                         seed: int = typer.Option(0, help="Seed of that sample."),
                         timing: bool = typer.Option(True, help="--no-timing: rankings only (one query embedding each, no end-to-end pass)."),
+                        rel_min: int = typer.Option(1, "--rel-min", help="Graded qrels: the lowest grade Recall and MRR count as relevant (nDCG uses the grades); queries with no such document are dropped and counted."),
                         choose: list[Path] = typer.Option([], help="Rank fusion configurations over saved --json --sweep results (repeatable, one per set).")) -> None:
     """nDCG@10, Recall@k, MRR@10, build time and latency p50/p95 per retrieval method."""
     _setup_logging()
-    from bot.bench_retrieval import cli_main
+    from bot.bench.retrieval import cli_main
 
     raise typer.Exit(cli_main(dataset, as_json, methods, k, unit, sweep, embed, korean, cache,
-                              queries, seed, timing, choose, kiwi))
+                              queries, seed, timing, choose, kiwi, rel_min))
 
 
 if __name__ == "__main__":

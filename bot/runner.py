@@ -129,7 +129,7 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
     Returns:
         True when every accepted message was answered before closing.
     """
-    from adapters.common import Frontdesk
+    from core.frontdesk import Frontdesk
     from core.agent import Agent
     from core.recovery import claim_interrupted
 

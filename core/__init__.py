@@ -1,6 +1,7 @@
 """The agent core: graph, nodes, extraction, memory, retrieval, cache, prompts, LLM clients.
 
-Depends on ``storage`` and ``config`` only; never on ``adapters``.
+Depends on ``storage`` and ``config`` only; never on ``adapters`` or ``bot`` (docs/architecture.md;
+``tests/test_layers.py`` checks it).
 """
 
 import os

@@ -114,7 +114,7 @@ class Weights:
 
     ``lexical``, ``document``, ``floor``, ``margin`` and ``qtype`` were chosen on the ``tune``
     half of ``medbot bench answers`` (MedQuAD and Korean; the grid of
-    ``bot/bench_answers/sweep.py``): the highest on-topic rate over both sets with reference
+    ``bot/bench/answers/sweep.py``): the highest on-topic rate over both sets with reference
     similarity no lower than today's generator, except that the cosine floor (0.84) costs
     0.0007 (Korean) and 0.005 (MedQuAD) of similarity: it is what refuses most off-corpus
     questions (docs/benchmarks.md "Answers"). The profile and language terms are not exercised

@@ -10,7 +10,7 @@ import subprocess
 from sqlalchemy import select
 from sqlmodel import Session
 
-from adapters.common import Frontdesk
+from core.frontdesk import Frontdesk
 from conftest import make_settings
 from core.admin import AdminService, percentile, record_turn_metrics, service_stats
 from core.audit import subject_hash

@@ -16,7 +16,7 @@ from core.memory.view import profile_view
 from core.messages import InboundMessage, OutboundMessage
 from core.retrieval.index import HybridIndex
 from core.text import question_key
-from bot.bench import FIVE_TURNS
+from bot.bench.turn import FIVE_TURNS
 
 CUI = re.compile(r"^C\d{7}$")
 HANGUL = re.compile(r"[\uac00-\ud7a3]")

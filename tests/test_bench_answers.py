@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from bot.bench_answers.data import Question, korean_questions, split_of
-from bot.bench_answers.scoring import on_topic, parse_bullets, rouge_l
+from bot.bench.answers.data import Question, korean_questions, split_of
+from bot.bench.answers.scoring import on_topic, parse_bullets, rouge_l
 
 
 def q(relevant: dict[str, int]) -> Question:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bot.bench_cache import Outcome, bench_cache, choose_thresholds, half_of, scores
+from bot.bench.cache import Outcome, bench_cache, choose_thresholds, half_of, scores
 from conftest import make_settings
 
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from bot import bench_retrieval as br
+from bot.bench import retrieval as br
 from core.retrieval.index import HybridIndex, bm25_tokens, hangul_bigrams
 from core.retrieval.search import FusionConfig, hybrid_search
 from tests.test_index_lifecycle import FakeEmbedder
@@ -167,6 +168,90 @@ def test_cli_bench_retrieval_json(tmp_path):
     bad = subprocess.run([str(MEDBOT), "bench", "retrieval", "--dataset", str(data),
                           "--methods", "bm26"], capture_output=True, text=True, env=env, timeout=300)
     assert bad.returncode == 2 and "bm26" in bad.stderr
+
+
+# ---------------------------------------------------------------------- graded qrels (--rel-min)
+
+GRADED = [  # query id, text, {document: grade}; g4 is judged but has no relevant document
+    ("g1", "what lowers uric acid", {"d1": 2, "d5": 1}),
+    ("g2", "wheeze inhaled steroids", {"d2": 1}),
+    ("g3", "first medicine for diabetes", {"d3": 2}),
+    ("g4", "LDL cholesterol statins", {"d4": 0}),
+    ("g5", "face drooping arm weakness", {"d5": 1, "d1": 2}),  # the grade-2 document shares no word
+]
+
+
+def write_graded(root: Path) -> Path:
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": i, "title": "", "text": t}) + "\n"
+                                               for i, t in DOCS))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n"
+                                                for q, t, _ in GRADED)
+                                        + json.dumps({"_id": "q-unjudged", "text": "x"}) + "\n")
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{d}\t{g}\n" for q, _, rel in GRADED for d, g in rel.items()))
+    return root
+
+
+def test_load_beir_rel_min_drops_and_counts_queries_without_a_relevant_document(tmp_path):
+    data = write_graded(tmp_path / "set")
+    one, two, three = (br.load_beir(data, rel_min=n) for n in (1, 2, 3))
+    assert (set(one.queries), one.dropped) == ({"g1", "g2", "g3", "g5"}, 1)     # g4: grade 0 only
+    assert (set(two.queries), two.dropped) == ({"g1", "g3", "g5"}, 2)           # and g2: grade 1
+    assert (set(three.queries), three.dropped) == (set(), 5)                    # q-unjudged never
+    assert two.qrels["g1"] == {"d1": 2, "d5": 1}                                # grades kept for nDCG
+    assert set(two.qrels) == set(two.queries)
+
+
+def test_bench_rel_min_counts_grades_at_or_above_it(tmp_path):
+    """BM25 ranks the document sharing the query's words first: d1 for g1, d2 for g2, d3 for g3,
+    d5 for g5 (d1, g5's grade-2 document, shares no word with it). By hand: with --rel-min 1,
+    Recall@1 = (1/2 + 1 + 1 + 1/2) / 4 and every MRR is 1; with 2, Recall@1 = (1 + 1 + 0) / 3
+    and g5's MRR is at most 1/2. nDCG uses the grades either way: g2's nDCG is 1, so the sums
+    over the shared queries agree."""
+    data = write_graded(tmp_path / "set")
+    runs = {n: br.bench_retrieval(data, methods=("bm25s",), cache=tmp_path / "cache", progress=False,
+                                  embedder=FakeEmbedder(), throughput_sample=False,
+                                  end_to_end=False, rel_min=n) for n in (1, 2)}
+    one, two = (runs[n]["methods"]["bm25s"]["metrics"] for n in (1, 2))
+    assert (runs[1]["queries"], runs[1]["dropped_queries"]) == (4, 1)
+    assert (runs[2]["queries"], runs[2]["dropped_queries"], runs[2]["rel_min"]) == (3, 2, 2)
+    assert one["Recall@1"] == pytest.approx(0.75) and one["MRR@10"] == pytest.approx(1.0)
+    assert two["Recall@1"] == pytest.approx(2 / 3)
+    assert 2 / 3 <= two["MRR@10"] <= 2.5 / 3 + 1e-9
+    assert 4 * one["nDCG@10"] - 1.0 == pytest.approx(3 * two["nDCG@10"])
+    assert "2 judged queries dropped" in br.render(runs[2])
+
+
+def test_dense_build_time_is_the_measured_full_build(tmp_path):
+    data = write_beir(tmp_path / "set")
+    cache = tmp_path / "cache"
+    bm25_only = br.bench_retrieval(data, methods=("bm25s", "dense"), cache=cache, progress=False,
+                                   embedder=FakeEmbedder(), embed=False, throughput_sample=False,
+                                   end_to_end=False)
+    assert bm25_only["methods"]["dense"]["build"]["seconds"] is None   # no vector: not timed
+    slow = FakeEmbedder(hook=lambda _: time.sleep(0.05))               # 6 units: one batch of 16
+    first = br.bench_retrieval(data, methods=("dense",), cache=cache, progress=False,
+                               embedder=slow, throughput_sample=True, end_to_end=False)
+    seconds = first["methods"]["dense"]["build"]["seconds"]
+    assert seconds == first["build"]["dense"]["seconds"] >= 0.05       # this run's embedding time
+    again = br.bench_retrieval(data, methods=("dense",), cache=cache, progress=False,
+                               embedder=FakeEmbedder(), throughput_sample=True, end_to_end=False)
+    assert again["methods"]["dense"]["build"]["seconds"] == seconds     # recorded, not sampled
+
+
+def test_cli_rel_min(tmp_path):
+    data = write_graded(tmp_path / "set")
+    env = {"MEDBOT_DATA_DIR": str(tmp_path / "data"), "PATH": str(MEDBOT.parent)}
+    proc = subprocess.run([str(MEDBOT), "bench", "retrieval", "--dataset", str(data), "--json",
+                           "--methods", "bm25s", "--rel-min", "2"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert (result["queries"], result["dropped_queries"], result["rel_min"]) == (3, 2, 2)
+    bad = subprocess.run([str(MEDBOT), "bench", "retrieval", "--dataset", str(data), "--rel-min", "0"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert bad.returncode == 2 and "--rel-min" in bad.stderr
 
 
 # ---------------------------------------------------------------------------------- Korean

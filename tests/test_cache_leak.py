@@ -14,7 +14,7 @@ import pytest
 from conftest import make_settings
 from core.agent import Agent
 from core.messages import InboundMessage
-from fakes.openai_server import FakeOpenAIServer
+from bot.bench.fake_llm import FakeOpenAIServer
 
 SECRETS = ["Zorbexitol", "조르벡시톨", "INR 3.7", "홍길순", "Kim Minji", "010-4417-2286",
            "+82-10-5521-0934"]

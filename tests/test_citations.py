@@ -9,7 +9,7 @@ import pytest
 
 from core.citations import check_citations, cited_numbers, lexical_support
 from core.messages import InboundMessage
-from fakes.openai_server import FakeOpenAIServer
+from bot.bench.fake_llm import FakeOpenAIServer
 from conftest import make_settings
 
 DOCS = ["Amlodipine often causes swelling of the ankles and feet, which is dose-related.",

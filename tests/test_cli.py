@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from bot.bench import FIVE_TURNS
+from bot.bench.turn import FIVE_TURNS
 
 MEDBOT = str(Path(sys.executable).parent / "medbot")
 SCRIPT = FIVE_TURNS  # the acceptance script, shared with `medbot bench turn`

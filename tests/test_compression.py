@@ -1,7 +1,7 @@
 """Context compression of the retrieved documents (SPEC.md §3.3; core/compression.py).
 
 The abstractive tests use the real ``openai`` client against the loopback fake server
-(tests/fakes/openai_server.py); nothing of our own code is replaced.
+(bot/bench/fake_llm.py); nothing of our own code is replaced.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from core.retrieval.index import HybridIndex
 from core.retrieval.tokenize import tokenize
 from core.text import split_sentences
 from core.tokens import count_tokens
-from fakes.openai_server import FakeOpenAIServer, default_chat_responder
+from bot.bench.fake_llm import FakeOpenAIServer, default_chat_responder
 
 BULLET = re.compile(r"^- (?P<body>.+?) \[(?P<n>\d+)\]")
 FIND = load_lexicon().find

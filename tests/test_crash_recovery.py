@@ -24,7 +24,7 @@ import pytest
 from sqlmodel import Session, col, select
 
 from conftest import CACHE
-from fakes.openai_server import FakeOpenAIServer
+from bot.bench.fake_llm import FakeOpenAIServer
 from fakes.slack_server import BOT_USER, FakeSlackServer, event_body, signed_headers
 from fakes.telegram_server import FakeTelegramServer
 from storage.db import raw_engine

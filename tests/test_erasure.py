@@ -12,7 +12,7 @@ import redis as redis_lib
 from sqlalchemy import Column, ForeignKey, Integer, MetaData, String, Table, inspect, select, text
 from sqlmodel import Session, SQLModel
 
-from adapters.common import Frontdesk
+from core.frontdesk import Frontdesk
 from conftest import make_settings
 from core.audit import audit_key, subject_hash
 from core.erasure import erase_user, user_key_pattern

@@ -21,12 +21,12 @@ import redis as redis_lib
 from sqlalchemy import inspect, select, text
 from sqlmodel import Session
 
-from adapters.common import Frontdesk
+from core.frontdesk import Frontdesk
 from conftest import make_settings
 from core.audit import KEY_FILE, audit_key, load_or_create_key, subject_hash
 from core.memory.compression import run_memory_compression
 from core.messages import InboundMessage
-from fakes.openai_server import DEFAULT_JUDGE_JSON, FakeOpenAIServer
+from bot.bench.fake_llm import DEFAULT_JUDGE_JSON, FakeOpenAIServer
 from storage.models import AuditLog, CacheEntry, ErasureTombstone, Turn, User
 from storage.tombstones import UserErased
 

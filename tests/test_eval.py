@@ -20,7 +20,7 @@ from bot.eval.scenarios import Fact, build_scenarios, load_scenarios
 from bot.eval.statistics import mean_ci, paired
 from bot.eval.synthea import SyntheaError, load_patients
 from conftest import make_settings
-from fakes.openai_server import FakeOpenAIServer
+from bot.bench.fake_llm import FakeOpenAIServer
 
 P1, P2, P3, DEAD = "p-1111", "p-2222", "p-3333", "p-dead"
 

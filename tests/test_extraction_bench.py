@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.bench_extraction import PRF, Report, _score, evaluate, load_eval, summary
+from bot.bench.extraction import PRF, Report, _score, evaluate, load_eval, summary
 from config.settings import Settings
 from core.extraction.slots import Concept
 from core.services import make_extractor

@@ -18,7 +18,7 @@ from core import prompts
 from core.agent import Agent
 from core.compression import SUMMARY_PROMPT
 from core.messages import InboundMessage, OutboundMessage
-from fakes.openai_server import FakeOpenAIServer
+from bot.bench.fake_llm import FakeOpenAIServer
 
 NO_CACHE = {"response_cache_enabled": False}
 LONG_ANSWER = ("Metformin commonly causes diarrhea and nausea at first [1]. Take it with meals and "

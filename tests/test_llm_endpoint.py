@@ -1,5 +1,5 @@
 """The agent with an OpenAI-compatible endpoint: the real ``openai`` client talks to the loopback
-fake server (tests/fakes/openai_server.py). Nothing of our own code is replaced."""
+fake server (bot/bench/fake_llm.py). Nothing of our own code is replaced."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from core.agent import Agent
 from core.messages import InboundMessage, OutboundMessage
 from core.services import make_embedder
 from core.tokens import count_tokens
-from fakes.openai_server import EMBEDDING_DIM, FakeOpenAIServer, fake_embedding
+from bot.bench.fake_llm import EMBEDDING_DIM, FakeOpenAIServer, fake_embedding
 
 PROFILE_MSG = "저는 65세 남성이고 10년째 당뇨병이 있어요. 메트포르민을 먹고 있어요."
 MED_Q = "제가 먹는 약의 부작용이 뭔가요?"

@@ -18,7 +18,7 @@ from core.memory.compression import compress_all, run_memory_compression
 from core.messages import InboundMessage
 from storage.models import MemorySummary, Turn
 from tests.conftest import CACHE, make_settings
-from tests.fakes.openai_server import FakeOpenAIServer
+from bot.bench.fake_llm import FakeOpenAIServer
 
 TWELVE = [
     "안녕하세요, 저는 62세 여성이에요",

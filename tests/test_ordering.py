@@ -13,11 +13,11 @@ import redis as redis_lib
 from sqlalchemy import select
 from sqlmodel import Session
 
-from adapters.common import Frontdesk
+from core.frontdesk import Frontdesk
 from conftest import make_settings
 from core.messages import InboundMessage
 from core.ordering import MemoryRateLimiter, RedisRateLimiter, SessionSerializer, user_key_prefix
-from fakes.openai_server import DEFAULT_JUDGE_JSON, FakeOpenAIServer
+from bot.bench.fake_llm import DEFAULT_JUDGE_JSON, FakeOpenAIServer
 from storage.models import Turn
 
 

@@ -21,7 +21,7 @@ from core.injection import drop_instructions, escape_quoted, instruction_spans, 
 from core.memory.summarize import TurnText, extractive_summary
 from core.messages import InboundMessage
 from core.safety.second_opinion import SYSTEM as TRIAGE_SYSTEM
-from fakes.openai_server import FakeOpenAIServer, question_of
+from bot.bench.fake_llm import FakeOpenAIServer, question_of
 
 # -- the rule: instructions addressed to the assistant -------------------------------------------
 INJECTED = [

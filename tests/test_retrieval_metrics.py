@@ -114,3 +114,20 @@ def test_convex_combination_hand_computed():
     assert tmm["c"] == pytest.approx(0.5 * 1.8 / 1.9 + 0.5 * 0.0)
     with pytest.raises(ValueError):
         convex([dense], [0.5, 0.5])
+
+
+def test_rel_min_counts_only_grades_at_or_above_it_for_recall_and_mrr():
+    qrels = {"a": 1, "b": 2, "c": 2}
+    ranking = ["a", "x", "b", "c"]
+    assert recall_at_k(ranking, qrels, 1) == pytest.approx(1 / 3)          # a counts
+    assert recall_at_k(ranking, qrels, 1, rel_min=2) == 0.0                # a does not
+    assert recall_at_k(ranking, qrels, 3, rel_min=2) == pytest.approx(1 / 2)
+    assert mrr_at_k(ranking, qrels, 10) == 1.0
+    assert mrr_at_k(ranking, qrels, 10, rel_min=2) == pytest.approx(1 / 3)
+    assert precision_at_k(ranking, qrels, 4, rel_min=2) == pytest.approx(2 / 4)
+    assert recall_at_k(ranking, qrels, 4, rel_min=3) == 0.0                # nothing that high
+    one = evaluate({"q": ranking}, {"q": qrels}, recall_ks=(1,))
+    two = evaluate({"q": ranking}, {"q": qrels}, recall_ks=(1,), rel_min=2)
+    assert one["nDCG@10"] == two["nDCG@10"]                                # grades, not rel_min
+    assert (one["Recall@1"], one["MRR@10"]) == (pytest.approx(1 / 3), 1.0)
+    assert (two["Recall@1"], two["MRR@10"]) == (0.0, pytest.approx(1 / 3))

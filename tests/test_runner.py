@@ -9,7 +9,7 @@ import subprocess
 
 from conftest import CACHE, make_settings
 from bot.runner import configured_channels, serve
-from fakes.openai_server import FakeOpenAIServer
+from bot.bench.fake_llm import FakeOpenAIServer
 from fakes.slack_server import BOT_USER, FakeSlackServer, event_body, signed_headers
 from fakes.telegram_server import FakeTelegramServer
 from test_cli import MEDBOT, medbot_env

@@ -12,13 +12,13 @@ import urllib.request
 
 import pytest
 
-from adapters.common import Frontdesk
+from core.frontdesk import Frontdesk
 from adapters.slack import SlackChannel
 from bot.runner import HttpServer
 from conftest import make_settings
 from core import prompts
 from core.messages import OutboundMessage
-from fakes.openai_server import DEFAULT_JUDGE_JSON, FakeOpenAIServer, question_of
+from bot.bench.fake_llm import DEFAULT_JUDGE_JSON, FakeOpenAIServer, question_of
 from fakes.slack_server import (BOT_USER, TEAM, FakeSlackServer, command_body, event_body,
                                 signed_headers)
 

@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import Session
 
-from adapters.common import Frontdesk
+from core.frontdesk import Frontdesk
 from adapters.telegram import TelegramChannel
-from bot.bench import FIVE_TURNS
+from bot.bench.turn import FIVE_TURNS
 from bot.runner import HttpServer
 from conftest import make_settings
 from core.messages import OutboundMessage

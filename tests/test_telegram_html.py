@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 from telegram.error import BadRequest
 
 import adapters.telegram.channel as tg_channel
-from adapters.common import split_text, to_telegram_html
+from adapters.formatting import split_text, to_telegram_html
 from adapters.telegram import TelegramChannel
 from core.messages import OutboundMessage
 from fakes.telegram_server import FakeTelegramServer, telegram_html_error
@@ -35,7 +35,7 @@ def visible(html_text: str) -> str:
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(_TEXT)
 def test_every_input_renders_to_html_telegram_accepts(text):
-    from adapters.common import to_plain_text
+    from adapters.formatting import to_plain_text
 
     out = to_telegram_html(text)
     assert telegram_html_error(out) is None, (text, out)
@@ -86,7 +86,7 @@ def test_the_fake_bot_api_refuses_bad_html_as_telegram_does():
 
 
 def test_refused_html_is_resent_as_plain_text(agent, tmp_path, monkeypatch):
-    from adapters.common import to_plain_text
+    from adapters.formatting import to_plain_text
 
     chat, text = 501, "**Metformin [label** here](https://ex.org/l) lowers glucose"
     monkeypatch.setattr(tg_channel, "to_telegram_html", _old_to_telegram_html)

@@ -10,7 +10,7 @@ import pytest
 from core.messages import InboundMessage
 from core.memory.view import profile_view
 from core.safety import emergency_reply, red_flags
-from tests.fakes.openai_server import FakeOpenAIServer
+from bot.bench.fake_llm import FakeOpenAIServer
 from tests.conftest import make_settings
 
 

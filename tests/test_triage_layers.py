@@ -308,7 +308,7 @@ def test_accepted_maps_issue_3_labels():
 from core.messages import InboundMessage  # noqa: E402
 from core.safety.second_opinion import SYSTEM, parse  # noqa: E402
 from tests.conftest import make_settings  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
+from bot.bench.fake_llm import FakeOpenAIServer  # noqa: E402
 
 
 def _nodes(reply):
@@ -414,7 +414,7 @@ def test_triage_runs_in_llm_mode_too(agent):
 
 # -- the benchmark -----------------------------------------------------------------------------
 def test_bench_triage_arithmetic(tmp_path):
-    from bot.bench_triage import Outcome, Timing, summary
+    from bot.bench.triage import Outcome, Timing, summary
 
     def o(em, gold, flags, lang="en", kind="plain"):
         return Outcome("x", lang, em, gold, (gold,) if em else (), "self", kind, flags, bool(flags), False, "t")

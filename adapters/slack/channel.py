@@ -24,8 +24,9 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.common import Deliver, Frontdesk, compose, split_text, to_slack_mrkdwn
+from adapters.formatting import compose, split_text, to_slack_mrkdwn
 from adapters.slack.dedupe import EventDedupe
+from core.frontdesk import Deliver, Frontdesk
 from core.messages import InboundMessage, OutboundMessage
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ class SlackChannel:
     """One Slack app.
 
     Args:
-        frontdesk: the shared :class:`adapters.common.Frontdesk`.
+        frontdesk: the shared :class:`core.frontdesk.Frontdesk`.
         bot_token: ``xoxb-...``.
         signing_secret: verifies HTTP requests (HTTP Events API).
         app_token: ``xapp-...``: Socket Mode when given.

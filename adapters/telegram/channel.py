@@ -3,7 +3,7 @@
 Translation only: a Telegram update becomes an :class:`InboundMessage` (user
 ``telegram:<user id>``, session ``telegram:chat:<chat id>`` for a private or group chat, role
 from configuration), the reply goes back as HTML split at Telegram's 4,096-character limit
-(:func:`adapters.common.split_text` measures the rendered HTML, so tags are never cut), with
+(:func:`adapters.formatting.split_text` measures the rendered HTML, so tags are never cut), with
 the typing action while the turn runs, ``RetryAfter`` (HTTP 429) waited out, and a plain-text
 resend when Telegram cannot parse the HTML. In groups the bot answers only when mentioned
 (``@bot``), replied to, or given a command. Text starting with "/" that is not one of our
@@ -28,7 +28,8 @@ from telegram.constants import ChatAction, ChatType, ParseMode
 from telegram.error import BadRequest, RetryAfter, TelegramError, TimedOut
 from telegram.ext import Application, ContextTypes, MessageHandler, filters
 
-from adapters.common import Deliver, Frontdesk, compose, split_text, to_plain_text, to_telegram_html
+from adapters.formatting import compose, split_text, to_plain_text, to_telegram_html
+from core.frontdesk import Deliver, Frontdesk
 from core.messages import InboundMessage, OutboundMessage
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ class TelegramChannel:
     """One bot on one token.
 
     Args:
-        frontdesk: the shared :class:`adapters.common.Frontdesk`.
+        frontdesk: the shared :class:`core.frontdesk.Frontdesk`.
         token: the bot token.
         base_url: Bot API base (``https://api.telegram.org/bot`` by default; a test server).
         webhook_url: public HTTPS URL for webhook mode; ``None`` = long polling.

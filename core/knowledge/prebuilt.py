@@ -24,7 +24,7 @@ shipped index no longer matches the corpus or the installed versions.
 
 Chunk vectors ship as float32 and sentence vectors as float16 (half the size): rounded to
 float16, chunk vectors reordered near-ties in 3 of 133 Korean questions' top 10, sentence vectors
-changed no sentence choice (``python -m bot.bench_retrieval.fp16``; docs/benchmarks.md).
+changed no sentence choice (``python -m bot.bench.retrieval.fp16``; docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def write_package(index_dir: Path, out: Path = PACKAGE_DIR, chunk_dtype: str = "
         chunk_dtype, sentence_dtype: of the shipped vectors. Chunk vectors stay float32: rounded
             to float16 they reorder near-ties in 3 of the 133 Korean questions' top 10 (nDCG@10
             unchanged); sentence vectors are float16: no sentence choice changed
-            (``python -m bot.bench_retrieval.fp16``).
+            (``python -m bot.bench.retrieval.fp16``).
     Returns:
         The shipped manifest.
     Raises:

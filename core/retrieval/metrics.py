@@ -13,6 +13,10 @@ behaviour for judged queries). Duplicate ids in a ranking count once, at their f
 - MRR@k (BEIR's ``mrr``; Voorhees 1999, TREC-8 QA): ``1 / rank`` of the first relevant document
   within the top k, 0 if none.
 - Precision@k (trec_eval ``P_k``): relevant documents in the top k / k.
+
+"Relevant" for Recall, MRR and Precision is a grade of at least ``rel_min`` (default 1, i.e.
+any positive grade; trec_eval's ``-l`` option, "relevance level"); nDCG always uses the grades
+themselves as gains.
 """
 
 from __future__ import annotations
@@ -55,31 +59,39 @@ def ndcg_at_k(ranking: Sequence[str], qrels: Mapping[str, int], k: int = 10) -> 
     return dcg_at_k(gains, k) / dcg_at_k(ideal, k)
 
 
-def recall_at_k(ranking: Sequence[str], qrels: Mapping[str, int], k: int) -> float:
-    """Share of the relevant documents (relevance > 0) found in the top ``k``; 0 if none exist."""
-    relevant = {d for d, g in qrels.items() if g > 0}
+def recall_at_k(ranking: Sequence[str], qrels: Mapping[str, int], k: int, rel_min: int = 1
+                ) -> float:
+    """Share of the relevant documents (grade ≥ ``rel_min``) found in the top ``k``; 0 if none
+    exist."""
+    relevant = {d for d, g in qrels.items() if g >= rel_min}
     if not relevant:
         return 0.0
     return len(relevant.intersection(first_distinct(ranking, k))) / len(relevant)
 
 
-def precision_at_k(ranking: Sequence[str], qrels: Mapping[str, int], k: int) -> float:
-    """Relevant documents in the top ``k`` divided by ``k`` (a short ranking is not padded)."""
-    return sum(1 for d in first_distinct(ranking, k) if qrels.get(d, 0) > 0) / k
+def precision_at_k(ranking: Sequence[str], qrels: Mapping[str, int], k: int, rel_min: int = 1
+                   ) -> float:
+    """Relevant documents (grade ≥ ``rel_min``) in the top ``k`` divided by ``k`` (a short
+    ranking is not padded)."""
+    return sum(1 for d in first_distinct(ranking, k) if qrels.get(d, 0) >= rel_min) / k
 
 
-def mrr_at_k(ranking: Sequence[str], qrels: Mapping[str, int], k: int = 10) -> float:
-    """Reciprocal rank of the first relevant document within the top ``k``; 0 if none."""
+def mrr_at_k(ranking: Sequence[str], qrels: Mapping[str, int], k: int = 10, rel_min: int = 1
+             ) -> float:
+    """Reciprocal rank of the first relevant document (grade ≥ ``rel_min``) within the top
+    ``k``; 0 if none."""
     for rank, doc in enumerate(first_distinct(ranking, k), start=1):
-        if qrels.get(doc, 0) > 0:
+        if qrels.get(doc, 0) >= rel_min:
             return 1.0 / rank
     return 0.0
 
 
 def evaluate(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]],
-             recall_ks: Sequence[int] = (1, 5, 10, 20), ndcg_k: int = 10, mrr_k: int = 10
-             ) -> dict[str, float]:
+             recall_ks: Sequence[int] = (1, 5, 10, 20), ndcg_k: int = 10, mrr_k: int = 10,
+             rel_min: int = 1) -> dict[str, float]:
     """Mean metrics over the queries of ``qrels`` (a query missing from ``rankings`` scores 0).
+
+    ``rel_min``: the lowest grade Recall and MRR count as relevant (nDCG uses the grades).
 
     Returns:
         ``{"nDCG@10": ..., "Recall@1": ..., ..., "MRR@10": ...}`` (names follow the cut-offs).
@@ -91,7 +103,7 @@ def evaluate(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[
         ranking = rankings.get(qid, [])
         sums[f"nDCG@{ndcg_k}"] += ndcg_at_k(ranking, judged, ndcg_k)
         for k in recall_ks:
-            sums[f"Recall@{k}"] += recall_at_k(ranking, judged, k)
-        sums[f"MRR@{mrr_k}"] += mrr_at_k(ranking, judged, mrr_k)
+            sums[f"Recall@{k}"] += recall_at_k(ranking, judged, k, rel_min)
+        sums[f"MRR@{mrr_k}"] += mrr_at_k(ranking, judged, mrr_k, rel_min)
     n = max(len(qrels), 1)
     return {name: total / n for name, total in sums.items()}

@@ -1,7 +1,7 @@
 """Kiwi's models and options on the Korean retrieval set: nDCG@10 (BM25 over Kiwi morphemes +
 Hangul bigrams, and the default convex hybrid), model load time and resident memory (issue 14).
 
-Each variant runs in its own process (``python -m bot.bench_retrieval.kiwi OPTIONS INDEX``), so
+Each variant runs in its own process (``python -m bot.bench.retrieval.kiwi OPTIONS INDEX``), so
 its memory is measured alone: RSS after importing the tokenizer module, after constructing Kiwi,
 and after tokenising every chunk of the bundled corpus and every query (Kiwi grows caches while
 it analyses). ``knlm`` and ``sbg`` are tried too: kiwipiepy-model stopped shipping them in 0.22,
@@ -17,6 +17,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from bot.bench.common import rss_mb
+
 VARIANTS: dict[str, dict] = {
     "cong + multi-word dict (before)": {"model_type": "cong", "num_workers": -1, "load_multi_dict": True},
     "cong, no multi-word dict": {"model_type": "cong", "num_workers": -1, "load_multi_dict": False},
@@ -26,17 +28,6 @@ VARIANTS: dict[str, dict] = {
     "knlm": {"model_type": "knlm", "num_workers": -1, "load_multi_dict": False},
     "sbg": {"model_type": "sbg", "num_workers": -1, "load_multi_dict": False},
 }
-
-
-def rss_mb() -> float:
-    """This process's resident set size (MB, from /proc/self/status; 0 where unavailable)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def measure(options: dict, index_dir: Path) -> dict:
@@ -52,7 +43,7 @@ def measure(options: dict, index_dir: Path) -> dict:
     except Exception as exc:  # a model file kiwipiepy-model no longer ships
         return {"options": options, "error": str(exc).splitlines()[0][:160]}
     load_s, rss_load = time.perf_counter() - t0, rss_mb()
-    from bot.bench_retrieval.korean import load_korean
+    from bot.bench.retrieval.korean import load_korean
     from core.retrieval.index import HybridIndex, bm25_tokens_many
 
     queries, qrels = load_korean()
@@ -72,7 +63,7 @@ def measure(options: dict, index_dir: Path) -> dict:
 def _ndcg(index_dir: Path, corpus: list[list[str]], queries: dict, qrels: dict) -> dict:
     import bm25s
 
-    from bot.bench_retrieval.timing import top_docs
+    from bot.bench.retrieval.timing import top_docs
     from core.retrieval.index import HybridIndex, bm25_tokens
     from core.retrieval.metrics import evaluate
     from core.retrieval.search import FusionConfig, hybrid_search
@@ -103,7 +94,7 @@ def bench_kiwi_models(index_dir: Path) -> dict[str, dict]:
     """Every :data:`VARIANTS` entry measured in a child process; name -> result."""
     out = {}
     for name, options in VARIANTS.items():
-        proc = subprocess.run([sys.executable, "-m", "bot.bench_retrieval.kiwi", json.dumps(options),
+        proc = subprocess.run([sys.executable, "-m", "bot.bench.retrieval.kiwi", json.dumps(options),
                                str(index_dir)], capture_output=True, text=True)
         try:
             out[name] = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -266,7 +266,7 @@ def replay_hit_rate(probe: _Probe, questions: list[str], t: float, te: float) ->
 def replay_questions() -> list[str]:
     """The bundled questions: the team's pair questions and the Korean retrieval queries."""
     qs = [q for p in load_pairs() for q in (p["a"], p["b"])]
-    text = resources.files("bot").joinpath("data/korean_retrieval.jsonl").read_text("utf-8")
+    text = resources.files("bot.bench").joinpath("data/korean_retrieval.jsonl").read_text("utf-8")
     return qs + [r["query"] for r in _read_jsonl(text)]
 
 
@@ -356,7 +356,7 @@ def bench_hit_latency(settings, runs: int = 20) -> dict:
     as for any recently asked question) and a paraphrase (semantic hit; the vector memory is
     emptied first, so the question is embedded). Prints p50/p95 of wall and CPU time and the
     per-node p50, with the load average."""
-    from bot.bench import percentile
+    from bot.bench.common import percentile
     from core.agent import Agent
     from core.messages import InboundMessage
     from core.qtype import forget_vectors

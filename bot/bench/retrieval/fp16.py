@@ -1,6 +1,6 @@
 """Do float16 vectors change anything? (issue 14: the bundled index ships its vectors as float16.)
 
-``python -m bot.bench_retrieval.fp16``: embeds the bundled corpus from scratch (float32, every
+``python -m bot.bench.retrieval.fp16``: embeds the bundled corpus from scratch (float32, every
 chunk and sentence; minutes on 2 cores) in a temporary directory, then compares, on the Korean
 retrieval set's 133 questions, the default hybrid search's top 10 documents and the evidence
 sentences the offline generator picks, with those float32 vectors and with the same vectors
@@ -46,7 +46,7 @@ def _run(index_dir: Path, emb, queries: dict[str, str]) -> dict[str, tuple[list[
 
 def main() -> int:
     """Build, compare, print JSON; exit 0."""
-    from bot.bench_retrieval.korean import load_korean
+    from bot.bench.retrieval.korean import load_korean
     from config.settings import get_settings
     from core.knowledge import corpus_paths, prebuilt
     from core.retrieval.ingest import rebuild_index

@@ -26,17 +26,18 @@ from pathlib import Path
 
 from core.embedding import Embedder
 
-from bot.bench_retrieval.build import (MODEL_WINDOW, BuildStats, WindowEmbedder, bench_embedder,
-                                       build_summary, dense_sample, embed_datasets, lexical_build,
-                                       log, prepare_index, truncate_to_window)
-from bot.bench_retrieval.datasets import (BeirSet, dataset_key, default_cache, derive_title_answer_set,
-                                          load_beir, resolve_dataset)
-from bot.bench_retrieval.korean import (bench_korean, char_bigrams, korean_tokenizers, load_korean,
+from bot.bench.retrieval.build import (MODEL_WINDOW, BuildStats, WindowEmbedder, bench_embedder,
+                                       build_summary, dense_build_seconds, dense_sample,
+                                       embed_datasets, lexical_build, log, prepare_index,
+                                       truncate_to_window)
+from bot.bench.retrieval.datasets import (BeirSet, dataset_key, default_cache, derive_title_answer_set,
+                                          keep_relevant, load_beir, resolve_dataset)
+from bot.bench.retrieval.korean import (bench_korean, char_bigrams, korean_tokenizers, load_korean,
                                         paired_bootstrap, render_korean, whitespace_tokens)
-from bot.bench_retrieval.report import render
-from bot.bench_retrieval.sweep import (Candidates, choose_across, fuse_docs, gather_candidates,
+from bot.bench.retrieval.report import render
+from bot.bench.retrieval.sweep import (Candidates, choose_across, fuse_docs, gather_candidates,
                                        leave_one_set_out, render_choice, render_sweep, run_sweep, sweep_grid, two_fold)
-from bot.bench_retrieval.timing import (DENSE_METHODS, METHODS, Runner, Timed, method_rows, percentiles,
+from bot.bench.retrieval.timing import (DENSE_METHODS, METHODS, Runner, Timed, method_rows, percentiles,
                                         time_queries, top_docs)
 
 __all__ = [
@@ -53,11 +54,13 @@ __all__ = [
     "dataset_key",
     "default_cache",
     "DENSE_METHODS",
+    "dense_build_seconds",
     "dense_sample",
     "derive_title_answer_set",
     "embed_datasets",
     "fuse_docs",
     "gather_candidates",
+    "keep_relevant",
     "korean_tokenizers",
     "lexical_build",
     "load_beir",
@@ -92,13 +95,17 @@ def bench_retrieval(dataset: Path, methods: Sequence[str] = METHODS, ks: Sequenc
                     cache: Path | None = None, unit: str = "doc", sweep: bool = False,
                     embed: bool = True, n_queries: int = 500, seed: int = 0,
                     progress: bool = True, embedder: Embedder | None = None,
-                    throughput_sample: bool = True, end_to_end: bool = True) -> dict:
+                    throughput_sample: bool = True, end_to_end: bool = True,
+                    rel_min: int = 1) -> dict:
     """Evaluate ``methods`` on a BEIR set (or a derived MedQuAD-style set); see the module doc.
 
     Args:
+        rel_min: the lowest grade Recall and MRR count as relevant (nDCG uses the grades);
+            queries with no document graded that high are dropped and counted.
         embedder: the query/passage embedder (default: the configured one); wrapped by
             :class:`WindowEmbedder` for ``unit="doc"``.
-        throughput_sample: also time embedding 32 units now (:func:`dense_sample`).
+        throughput_sample: also time embedding 32 units now (:func:`dense_sample`; reported
+            as throughput only: build times are measured, :func:`dense_build_seconds`).
         end_to_end: time each embedding method end to end with a second query embedding
             (see :func:`time_queries`).
     Returns:
@@ -111,9 +118,10 @@ def bench_retrieval(dataset: Path, methods: Sequence[str] = METHODS, ks: Sequenc
     from core.retrieval.search import FusionConfig
 
     cache = Path(cache or default_cache())
-    ds = resolve_dataset(Path(dataset), cache, n_queries, seed)
+    ds = resolve_dataset(Path(dataset), cache, n_queries, seed, rel_min)
     emb = bench_embedder(unit, embedder) if DENSE_METHODS & set(methods) else None
-    log(f"{ds.name}: {len(ds.queries)} queries; index under {cache}")
+    log(f"{ds.name}: {len(ds.queries)} queries ({ds.dropped} dropped: no document graded "
+        f">= {rel_min}); index under {cache}")
     index_dir, stats = prepare_index(ds, cache, emb, unit, progress, None if embed else 0)
     idx = HybridIndex(index_dir, emb)
     lex, rank = lexical_build(idx, "rank-bm25" in methods)
@@ -122,20 +130,21 @@ def bench_retrieval(dataset: Path, methods: Sequence[str] = METHODS, ks: Sequenc
                     replace(cfg, fusion="convex"), rank, [c["doc_id"] for c in idx.chunks])
     sample = dense_sample(idx, emb) if emb is not None and throughput_sample else None
     timed = time_queries(runner, ds.queries, methods, progress=progress, end_to_end=end_to_end)
-    builds = build_summary(lex, stats, sample)
+    builds = build_summary(lex, stats)
     result = {"dataset": ds.name, "key": dataset_key(ds), "unit": unit, "queries": len(ds.queries),
+              "rel_min": rel_min, "dropped_queries": ds.dropped,
               "embedder": emb.name if emb else None,
               "corpus": {"documents": stats.documents, "units": stats.units,
                          "dense_coverage": "{}/{}".format(*idx.dense_coverage)},
               "config": {"rrf": vars(runner.rrf_cfg), "convex": vars(runner.convex_cfg)},
               "build": {**lex, "dense": stats.dense_recorded, "dense_sample": sample},
-              "methods": method_rows(timed, ds.qrels, builds, ks)}
+              "methods": method_rows(timed, ds.qrels, builds, ks, rel_min)}
     if timed.embed_ms:
         result["embedding_ms"] = percentiles(timed.embed_ms)
     if sweep and timed.vectors:
         cands = gather_candidates(idx, ds.queries, timed.vectors)
         result["sweep"], result["sweep_two_fold"] = run_sweep(cands, ds.qrels, runner.unit_doc,
-                                                              runner.k)
+                                                              runner.k, rel_min)
     return result
 
 
@@ -153,14 +162,19 @@ def _choose(paths: Sequence[Path], as_json: bool) -> int:
 def cli_main(dataset: Path | None, as_json: bool, methods: Sequence[str], ks: Sequence[int],
              unit: str, sweep: bool, embed: bool, korean: bool, cache: Path | None,
              n_queries: int, seed: int, timing: bool = True, choose: Sequence[Path] = (),
-             kiwi: bool = False) -> int:
+             kiwi: bool = False, rel_min: int = 1) -> int:
     """``medbot bench retrieval``: print the table (or JSON); returns the exit code.
+
+    ``rel_min``: the lowest grade Recall and MRR count as relevant (BEIR sets and ``korean``).
 
     ``choose``: instead, rank the fusion configurations over saved ``--json --sweep`` results
     (one file per test set, named by its stem) with :func:`~.sweep.choose_across`.
     """
     if choose:
         return _choose(choose, as_json)
+    if rel_min < 1:
+        log(f"error: --rel-min must be at least 1 (got {rel_min})")
+        return 2
     if korean:
         from config.settings import get_settings
         from core.knowledge import ensure_default_index
@@ -171,12 +185,13 @@ def cli_main(dataset: Path | None, as_json: bool, methods: Sequence[str], ks: Se
         if get_settings().index_dir is None:
             ensure_default_index(index_dir, emb)
         if kiwi:  # issue 14: Kiwi's models, nDCG@10 and memory, one child process each
-            from bot.bench_retrieval.kiwi import bench_kiwi_models, render_kiwi
+            from bot.bench.retrieval.kiwi import bench_kiwi_models, render_kiwi
 
             models = bench_kiwi_models(index_dir)
             print(json.dumps(models, indent=2) if as_json else render_kiwi(models))
             return 0
-        result = bench_korean(index_dir, emb, ks=tuple(ks) or (1, 5, 10, 20), sweep=sweep)
+        result = bench_korean(index_dir, emb, ks=tuple(ks) or (1, 5, 10, 20), sweep=sweep,
+                              rel_min=rel_min)
         print(json.dumps(result, indent=2) if as_json else render_korean(result))
         if "sweep" in result and not as_json:
             print(render_sweep(result["sweep"]))
@@ -192,7 +207,7 @@ def cli_main(dataset: Path | None, as_json: bool, methods: Sequence[str], ks: Se
         return 2
     result = bench_retrieval(Path(dataset), tuple(methods) or METHODS, tuple(ks) or (1, 5, 10, 20),
                              cache, unit, sweep, embed, n_queries, seed,
-                             throughput_sample=timing, end_to_end=timing)
+                             throughput_sample=timing, end_to_end=timing, rel_min=rel_min)
     if as_json:
         print(json.dumps(result, indent=2))
     else:

@@ -1,7 +1,7 @@
 """``medbot bench service``: start-up time, resident memory after a turn, and the query
 embedding's latency idle and on a busy machine (issue 14, point 6).
 
-Each configuration runs in a child process (``python -m bot.bench_service ...``) so its memory
+Each configuration runs in a child process (``python -m bot.bench.service ...``) so its memory
 and OpenMP runtime are its own:
 
 - **memory**: the service as ``medbot run`` builds it (``Agent`` + ``Services.warm_up``): time
@@ -25,24 +25,14 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
+
+from bot.bench.common import rss_mb
 
 QUESTIONS = ["제가 먹는 약 때문에 다리가 부을 수 있나요?", "What are the symptoms of acromegaly?",
              "메트포르민 부작용이 뭔가요?", "How is high blood pressure treated in older adults?",
              "아침마다 머리가 아파요. 혈압이 160/100이었어요.", "Can my medication make my legs swell?",
              "당뇨병 환자는 발 관리를 어떻게 해야 하나요?", "What does an HbA1c of 8.2% mean?"]
 LOAD_PROCESSES = 2
-
-
-def rss_mb() -> float:
-    """This process's resident set size in MB (from /proc/self/status; 0 where unavailable)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def _spin(stop) -> None:
@@ -111,7 +101,7 @@ def measure_memory() -> dict:
 
 
 def _child(kind: str, env: dict[str, str]) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "bot.bench_service", kind], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "bot.bench.service", kind], capture_output=True,
                           text=True, env={**os.environ, **env})
     try:
         return json.loads(proc.stdout.strip().splitlines()[-1])

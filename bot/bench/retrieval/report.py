@@ -15,7 +15,10 @@ def render(result: dict) -> str:
     c = result["corpus"]
     lines = [f"{result['dataset']} ({result['key']}, unit {result['unit']}): {c['documents']} "
              f"documents, {c['units']} units, {result['queries']} queries; embedder "
-             f"{result['embedder']}; dense coverage {c['dense_coverage']}"]
+             f"{result['embedder']}; dense coverage {c['dense_coverage']}",
+             f"relevant (Recall, MRR): grade >= {result.get('rel_min', 1)}; "
+             f"{result.get('dropped_queries', 0)} judged queries dropped for having no such "
+             f"document (nDCG uses the grades)"]
     names = list(next(iter(result["methods"].values()))["metrics"])
     head = f"{'method':<11}" + "".join(f"{n:>10}" for n in names)
     head += f"{'build s':>10}{'units/s':>10}{'search p50':>11}{'p95':>8}{'+embed p50':>11}{'p95':>8}"
@@ -41,11 +44,13 @@ def render(result: dict) -> str:
                  + (f", rank-bm25 index {d['rank_bm25_index_s']:.1f} s" if "rank_bm25_index_s" in d else "")
                  + f"; dense {fmt(d['dense'].get('per_second'), '.2f')} units/s "
                    f"({d['dense'].get('embedded', 0)} units embedded in "
-                   f"{d['dense'].get('seconds', 0.0):.0f} s over all runs)")
+                   f"{d['dense'].get('seconds', 0.0):.0f} s over the runs that built them; the "
+                   f"dense build time above is that measured time, n/a until every unit is "
+                   f"embedded)")
     ds_ = d.get("dense_sample")
     if ds_:
         lines.append(f"dense throughput now ({ds_['units']} units): {ds_['per_second']:.2f} units/s"
                      + (f", {ds_['tokens_per_second']:.0f} model tokens/s, {ds_['mean_tokens']:.0f} "
                         f"tokens/unit" if "tokens_per_second" in ds_ else "")
-                     + " (used for the dense build times above)")
+                     + " (throughput only; not used for the build times)")
     return "\n".join(lines)

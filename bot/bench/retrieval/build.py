@@ -16,7 +16,7 @@ import numpy as np
 from core.embedding import Embedder
 from core.tokens import longest_fitting_prefix
 
-from bot.bench_retrieval.datasets import BeirSet, dataset_key, default_cache, resolve_dataset
+from bot.bench.retrieval.datasets import BeirSet, dataset_key, default_cache, resolve_dataset
 
 if TYPE_CHECKING:
     from core.retrieval.index import HybridIndex
@@ -105,8 +105,9 @@ def prepare_index(ds: BeirSet, cache: Path, embedder: Embedder | None, unit: str
         embedder: already wrapped for ``doc`` (see :class:`WindowEmbedder`); ``None``: BM25 only.
         max_embed: embed at most this many missing units now (``None``: all).
     Returns:
-        (index directory, build statistics). The dense stage's totals over all runs are kept in
-        ``dense_build.json`` there, so a resumed build still reports its full throughput.
+        (index directory, build statistics). The dense stage's totals over the runs that built
+        the current vectors are kept in ``dense_build.json`` there (a run that starts with no
+        vector starts a new record), so a resumed build still reports its full, measured time.
     """
     from config.settings import get_settings
     from core.retrieval.ingest import build_bm25_stage, embed_missing
@@ -126,15 +127,21 @@ def prepare_index(ds: BeirSet, cache: Path, embedder: Embedder | None, unit: str
     stats.dense_embedded_now, stats.dense_seconds_now = report.embedded_now, report.dense_seconds
     stats.interrupted = report.interrupted
     stats.dense_recorded = _record_dense(index_dir, report.embedded_now, report.dense_seconds,
-                                         len({c.hash for c in chunks}), report.embedded_total)
+                                         len({c.hash for c in chunks}), report.embedded_total,
+                                         fresh=report.embedded_before == 0)
     return index_dir, stats
 
 
-def _record_dense(index_dir: Path, n: int, seconds: float, total: int, done: int) -> dict:
+def _record_dense(index_dir: Path, n: int, seconds: float, total: int, done: int,
+                  fresh: bool = False) -> dict:
+    """Add this run's ``n`` units embedded in ``seconds`` to ``dense_build.json`` (a new record
+    when ``fresh``: the store had no vector before this run; a run that embedded nothing adds
+    no time) and return the record."""
     path = index_dir / "dense_build.json"
-    rec = json.loads(path.read_text()) if path.exists() else {"embedded": 0, "seconds": 0.0}
-    rec["embedded"] += n
-    rec["seconds"] += seconds
+    rec = json.loads(path.read_text()) if path.exists() and not fresh else {"embedded": 0, "seconds": 0.0}
+    if n:
+        rec["embedded"] += n
+        rec["seconds"] += seconds
     rec.update(total=total, done=done)
     if rec["seconds"] > 0:
         rec["per_second"] = rec["embedded"] / rec["seconds"]
@@ -186,18 +193,32 @@ def dense_sample(index: "HybridIndex", embedder: Embedder, n: int = 32) -> dict[
     return out
 
 
-def build_summary(lex: dict[str, float], stats: BuildStats, sample: dict | None = None
-                  ) -> dict[str, dict[str, float | None]]:
+def dense_build_seconds(stats: BuildStats) -> float | None:
+    """The measured time of the full dense build (seconds): this run's embedding time when it
+    embedded every unit, else the time recorded over the runs that built the current vectors
+    (``dense_build.json``; a resumed build adds up its runs). ``None`` while some unit has no
+    vector, or when some vectors were not embedded by those runs (no full build was timed).
+    Never extrapolated from a sample."""
+    rec = stats.dense_recorded
+    total = rec.get("total")
+    if not total:
+        return None
+    if stats.dense_embedded_now >= total and not stats.interrupted:
+        return stats.dense_seconds_now
+    if rec.get("done") == total and rec.get("embedded") == total:
+        return rec["seconds"]
+    return None
+
+
+def build_summary(lex: dict[str, float], stats: BuildStats) -> dict[str, dict[str, float | None]]:
     """Index build time per method (seconds) and throughput (units per second).
 
-    Dense time is the embedding of every unit at the throughput of ``sample`` (measured this
-    run) or else the one recorded over all runs of the dense stage (``dense_build.json``);
-    hybrid methods need BM25 and dense.
+    Dense time is the measured full build (:func:`dense_build_seconds`; ``None`` when there is
+    none); hybrid methods need BM25 and dense.
     """
     units = lex["units"]
     bm25s_s = lex["tokenize_s"] + lex["bm25s_index_s"]
-    rate = (sample or {}).get("per_second") or stats.dense_recorded.get("per_second")
-    dense_s = units / rate if rate else None
+    dense_s = dense_build_seconds(stats)
     out: dict[str, dict[str, float | None]] = {"bm25s": {"seconds": bm25s_s}}
     if "rank_bm25_index_s" in lex:
         out["rank-bm25"] = {"seconds": lex["tokenize_s"] + lex["rank_bm25_index_s"]}

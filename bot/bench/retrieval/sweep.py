@@ -77,10 +77,11 @@ def sweep_grid() -> list["FusionConfig"]:
 
 
 def run_sweep(cands: dict[str, Candidates], qrels: dict[str, dict[str, int]],
-              unit_doc: Sequence[str], k: int = 20) -> tuple[list[dict], dict]:
-    """Metrics of every :func:`sweep_grid` configuration (rows, in grid order), and a two-fold
-    check of choosing by the sweep: queries split alternately into halves A and B; the best
-    configuration per fusion by nDCG@10 on one half is scored on the other."""
+              unit_doc: Sequence[str], k: int = 20, rel_min: int = 1) -> tuple[list[dict], dict]:
+    """Metrics of every :func:`sweep_grid` configuration (rows, in grid order; Recall and MRR
+    count grades ≥ ``rel_min``), and a two-fold check of choosing by the sweep: queries split
+    alternately into halves A and B; the best configuration per fusion by nDCG@10 on one half
+    is scored on the other."""
     from dataclasses import asdict
 
     from core.retrieval.metrics import evaluate, ndcg_at_k
@@ -89,7 +90,7 @@ def run_sweep(cands: dict[str, Candidates], qrels: dict[str, dict[str, int]],
     qids = list(cands)
     for cfg in sweep_grid():
         ranked = {q: fuse_docs(c, unit_doc, k, cfg) for q, c in cands.items()}
-        rows.append({**asdict(cfg), **evaluate(ranked, qrels)})
+        rows.append({**asdict(cfg), **evaluate(ranked, qrels, rel_min=rel_min)})
         per_query.append(np.asarray([ndcg_at_k(ranked[q], qrels[q]) for q in qids]))
     return rows, two_fold(rows, np.stack(per_query))
 

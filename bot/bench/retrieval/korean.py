@@ -13,8 +13,8 @@ import numpy as np
 
 from core.embedding import Embedder
 
-from bot.bench_retrieval.report import fmt
-from bot.bench_retrieval.timing import Runner, percentiles, time_queries, top_docs
+from bot.bench.retrieval.report import fmt
+from bot.bench.retrieval.timing import Runner, percentiles, time_queries, top_docs
 
 KOREAN_SET = Path(__file__).parent.parent / "data" / "korean_retrieval.jsonl"
 _HANGUL_RUN = re.compile(r"[\uac00-\ud7a3]+|[a-z0-9]+")
@@ -84,21 +84,27 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], n: int = 5000, seed
 
 
 def bench_korean(index_dir: Path, embedder: Embedder | None, path: Path = KOREAN_SET,
-                 ks: Sequence[int] = (1, 5, 10, 20), sweep: bool = False) -> dict:
+                 ks: Sequence[int] = (1, 5, 10, 20), sweep: bool = False, rel_min: int = 1) -> dict:
     """BM25 with each Korean tokenisation over the index's chunks (documents by their best
     chunk), plus the index's own dense / hybrid methods when ``embedder`` is given, and with
-    ``sweep`` every fusion configuration of :func:`~bot.bench_retrieval.sweep.sweep_grid`
-    (``result["sweep"]``, ``result["sweep_two_fold"]``)."""
+    ``sweep`` every fusion configuration of :func:`~bot.bench.retrieval.sweep.sweep_grid`
+    (``result["sweep"]``, ``result["sweep_two_fold"]``). Recall and MRR count grades ≥
+    ``rel_min``; queries without such a document are dropped (``result["dropped_queries"]``)."""
     from core.retrieval.index import HybridIndex
     from core.retrieval.metrics import evaluate, ndcg_at_k
     from core.retrieval.search import FusionConfig
 
+    from bot.bench.retrieval.datasets import keep_relevant
+
     queries, qrels = load_korean(path)
+    qrels, dropped = keep_relevant(qrels, rel_min)
+    queries = {q: t for q, t in queries.items() if q in qrels}
     idx = HybridIndex(index_dir, embedder)
     texts = [f"{c['title']}\n{c['text']}" for c in idx.chunks]
     unit_doc = [c["doc_id"] for c in idx.chunks]
     k = max(max(ks), 10)
-    out: dict = {"set": str(path), "queries": len(queries), "units": len(texts), "methods": {}}
+    out: dict = {"set": str(path), "queries": len(queries), "rel_min": rel_min,
+                 "dropped_queries": len(dropped), "units": len(texts), "methods": {}}
     for name, fn in korean_tokenizers().items():
         fn("모델 적재")  # load Kiwi's model before timing
         bm, build_s = bm25_variant(texts, fn)
@@ -109,7 +115,8 @@ def bench_korean(index_dir: Path, embedder: Embedder | None, path: Path = KOREAN
             scores = bm.get_scores(toks) if toks else np.zeros(len(texts))
             ranked[qid] = top_docs(unit_doc, np.asarray(scores), k)
             ms.append((time.perf_counter() - t0) * 1000)
-        out["methods"][f"bm25 {name}"] = {"metrics": evaluate(ranked, qrels, recall_ks=ks),
+        out["methods"][f"bm25 {name}"] = {"metrics": evaluate(ranked, qrels, recall_ks=ks,
+                                                              rel_min=rel_min),
                                           "build_s": build_s, "latency_ms": percentiles(ms),
                                           "ndcg_per_query": [ndcg_at_k(ranked[q], qrels[q])
                                                              for q in queries]}
@@ -123,13 +130,14 @@ def bench_korean(index_dir: Path, embedder: Embedder | None, path: Path = KOREAN
         runner = Runner(idx, embedder, k, replace(cfg, fusion="rrf"), replace(cfg, fusion="convex"))
         timed = time_queries(runner, queries, ("dense", "hybrid-rrf", "convex"), progress=False)
         for m in ("dense", "hybrid-rrf", "convex"):
-            out["methods"][m] = {"metrics": evaluate(timed.rankings[m], qrels, recall_ks=ks),
+            out["methods"][m] = {"metrics": evaluate(timed.rankings[m], qrels, recall_ks=ks,
+                                                     rel_min=rel_min),
                                  "build_s": None, "latency_ms": percentiles(timed.search_ms[m])}
         if sweep:
-            from bot.bench_retrieval.sweep import gather_candidates, run_sweep
+            from bot.bench.retrieval.sweep import gather_candidates, run_sweep
 
             cands = gather_candidates(idx, queries, timed.vectors)
-            out["sweep"], out["sweep_two_fold"] = run_sweep(cands, qrels, unit_doc, k)
+            out["sweep"], out["sweep_two_fold"] = run_sweep(cands, qrels, unit_doc, k, rel_min)
     return out
 
 
@@ -138,6 +146,8 @@ def render_korean(result: dict) -> str:
     names = list(next(iter(result["methods"].values()))["metrics"])
     lines = [f"Korean set: {result['queries']} queries over {result['units']} chunks of the "
              f"bundled corpus ({result['set']})",
+             f"relevant (Recall, MRR): grade >= {result.get('rel_min', 1)}; "
+             f"{result.get('dropped_queries', 0)} queries dropped for having no such document",
              f"{'method':<28}" + "".join(f"{n:>10}" for n in names) + f"{'build s':>9}{'p50 ms':>8}"]
     for m, r in result["methods"].items():
         lines.append(f"{m:<28}" + "".join(f"{r['metrics'][n]:>10.3f}" for n in names)

@@ -49,7 +49,7 @@ class Answer:
 
 def korean_questions(path: Path | None = None) -> list[Question]:
     """The team's Korean set over the bundled corpus; references are the grade-2 documents."""
-    from bot.bench_retrieval.korean import KOREAN_SET
+    from bot.bench.retrieval.korean import KOREAN_SET
     from core.knowledge import corpus_paths
 
     texts = {}
@@ -76,7 +76,7 @@ def medquad_questions(corpus: Path, cache: Path, n: int = 500, seed: int = 0) ->
     Raises:
         FileNotFoundError: the index was never built (run ``medbot bench retrieval`` first).
     """
-    from bot.bench_retrieval.datasets import dataset_key, resolve_dataset
+    from bot.bench.retrieval.datasets import dataset_key, resolve_dataset
 
     ds = resolve_dataset(Path(corpus), cache, n, seed)
     index_dir = cache / f"{dataset_key(ds)}-doc"

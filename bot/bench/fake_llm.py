@@ -1,4 +1,5 @@
-"""Fake OpenAI-compatible HTTP server for tests (standard library only).
+"""A loopback OpenAI-compatible HTTP server (standard library only), shared by the test suite
+and ``medbot bench channels`` (so it ships in the package, not in ``tests/``).
 
 Runs on 127.0.0.1 with an ephemeral port in a background thread. Point the real
 ``openai`` client at it::

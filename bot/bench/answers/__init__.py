@@ -9,7 +9,7 @@ the index's dense side is complete, else BM25; k = 3, the ``simple_query_k`` of 
   (built by ``medbot bench retrieval --dataset .../corpus.jsonl``). A retrieved document is seen
   as the service would see a chunk of it: its first 300 cl100k tokens (``chunk_document``).
   Reference answer: the question's own answer.
-- **Korean** (``bot/data/korean_retrieval.jsonl``, 133 questions written by the team over the
+- **Korean** (``bot/bench/data/korean_retrieval.jsonl``, 133 questions written by the team over the
   bundled corpus). Reference answer: the document graded 2 (answers it).
 
 **On-topic rule.** A bullet is on-topic when it is supported by a document relevant to its
@@ -39,11 +39,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.bench_answers.data import Question, korean_questions, log, medquad_questions
-from bot.bench_answers.run import (Setup, ensure_sentence_vectors, legacy_generate, make_state,
+from bot.bench.answers.data import Question, korean_questions, log, medquad_questions
+from bot.bench.answers.run import (Setup, ensure_sentence_vectors, legacy_generate, make_state,
                                    reference_vector, retrieve, run_generator, sentence_vectors,
                                    setup_for)
-from bot.bench_answers.scoring import Scores, score, summarize
+from bot.bench.answers.scoring import Scores, score, summarize
 
 SPLITS = ("tune", "holdout", "all")
 
@@ -80,7 +80,7 @@ def evaluate(name: str, questions: list[Question], states: list[dict[str, Any]],
 
 def load_sets(medquad: Path | None, korean: bool, cache: Path) -> list[tuple[str, list[Question], Setup]]:
     """(name, questions, setup) of each requested set."""
-    from bot.bench_retrieval.build import bench_embedder
+    from bot.bench.retrieval.build import bench_embedder
     from config.settings import get_settings
     from core.knowledge import ensure_default_index
     from core.services import make_embedder
@@ -111,7 +111,7 @@ def bench_answers(medquad: Path | None = None, korean: bool = True, cache: Path 
     Returns:
         JSON-ready: per set, per generator (``before``, ``after``), per split, the summary.
     """
-    from bot.bench_retrieval.datasets import default_cache
+    from bot.bench.retrieval.datasets import default_cache
 
     cache = Path(cache or default_cache())
     result: dict[str, Any] = {"k_docs": 3, "sets": {}}
@@ -124,7 +124,7 @@ def bench_answers(medquad: Path | None = None, korean: bool = True, cache: Path 
                                             for g, by in scores.items()},
                                 "examples": _examples(qs, scores, examples)}
         if sweep:
-            from bot.bench_answers.sweep import sweep_weights
+            from bot.bench.answers.sweep import sweep_weights
 
             result["sets"][name]["sweep"] = sweep_weights(qs, states, setup)
     return result

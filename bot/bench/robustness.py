@@ -101,7 +101,7 @@ def bench_robustness(cases: list[str] | None = None, index: Path | None = None,
     rows = []
     for name in cases or list(CASES):
         CASES[name]  # noqa: B018  (fail early on a wrong name)
-        args = [sys.executable, "-m", "bot.bench_robustness", name] + ([str(index)] if index else [])
+        args = [sys.executable, "-m", "bot.bench.robustness", name] + ([str(index)] if index else [])
         proc = subprocess.run(args, capture_output=True, text=True, env={**os.environ})
         if proc.returncode != 0:
             row = {"case": name, "error": f"child exited {proc.returncode}: {proc.stderr[-500:]}"}

@@ -12,22 +12,31 @@ from pathlib import Path
 
 @dataclass
 class BeirSet:
-    """A retrieval test set: documents, queries and graded relevance (``qrels[qid][doc_id]``)."""
+    """A retrieval test set: documents, queries and graded relevance (``qrels[qid][doc_id]``).
+
+    Attributes:
+        rel_min: the lowest grade counted as relevant by Recall and MRR (``--rel-min``).
+        dropped: judged queries left out for having no document graded ``rel_min`` or more.
+    """
 
     name: str
     directory: Path
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    rel_min: int = 1
+    dropped: int = 0
     corpus_path: Path = field(init=False)
 
     def __post_init__(self) -> None:
         self.corpus_path = self.directory / "corpus.jsonl"
 
 
-def load_beir(directory: Path, split: str = "test") -> BeirSet:
+def load_beir(directory: Path, split: str = "test", rel_min: int = 1) -> BeirSet:
     """Read a BEIR-layout directory's queries and ``qrels/<split>.tsv``.
 
-    Only queries with at least one positive judgement are kept (BEIR's evaluation does the same).
+    Only queries with at least one document graded ``rel_min`` or more are kept (with the
+    default 1, any positive judgement: BEIR's evaluation does the same); the judged queries
+    left out are counted in ``dropped``. Only positive grades are kept in ``qrels``.
     Raises:
         FileNotFoundError: ``corpus.jsonl``, ``queries.jsonl`` or the qrels file is missing.
     """
@@ -41,8 +50,9 @@ def load_beir(directory: Path, split: str = "test") -> BeirSet:
             parts = line.rstrip("\n").split("\t")
             if len(parts) < 3 or (n == 0 and not parts[2].strip().lstrip("-").isdigit()):
                 continue
+            judged = qrels.setdefault(parts[0], {})
             if int(parts[2]) > 0:
-                qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+                judged[parts[1]] = int(parts[2])
     queries: dict[str, str] = {}
     with (directory / "queries.jsonl").open(encoding="utf-8") as fh:
         for line in fh:
@@ -50,8 +60,17 @@ def load_beir(directory: Path, split: str = "test") -> BeirSet:
                 rec = json.loads(line)
                 if str(rec["_id"]) in qrels:
                     queries[str(rec["_id"])] = rec["text"]
-    qrels = {q: r for q, r in qrels.items() if q in queries}
-    return BeirSet(directory.name, directory, queries, qrels)
+    qrels, dropped = keep_relevant({q: r for q, r in qrels.items() if q in queries}, rel_min)
+    queries = {q: t for q, t in queries.items() if q in qrels}
+    return BeirSet(directory.name, directory, queries, qrels, rel_min, len(dropped))
+
+
+def keep_relevant(qrels: dict[str, dict[str, int]], rel_min: int = 1
+                  ) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """``qrels`` without the queries that have no document graded ``rel_min`` or more, and the
+    ids of those queries (in ``qrels`` order)."""
+    keep = {q: r for q, r in qrels.items() if any(g >= rel_min for g in r.values())}
+    return keep, [q for q in qrels if q not in keep]
 
 
 def derive_title_answer_set(src: Path, out_dir: Path, n_queries: int = 500, seed: int = 0) -> Path:
@@ -110,10 +129,12 @@ def default_cache() -> Path:
     return get_settings().data_dir / "bench" / "retrieval"
 
 
-def resolve_dataset(path: Path, cache: Path, n_queries: int = 500, seed: int = 0) -> BeirSet:
-    """A BEIR directory as is; a question/answer ``.jsonl`` file derived into ``cache`` first."""
+def resolve_dataset(path: Path, cache: Path, n_queries: int = 500, seed: int = 0,
+                    rel_min: int = 1) -> BeirSet:
+    """A BEIR directory as is; a question/answer ``.jsonl`` file derived into ``cache`` first
+    (``rel_min``: see :func:`load_beir`)."""
     path = Path(path)
     if path.is_file():
         out = cache / "derived" / f"{path.parent.name}-title2answer-{n_queries}q-seed{seed}"
-        return load_beir(derive_title_answer_set(path, out, n_queries, seed))
-    return load_beir(path)
+        return load_beir(derive_title_answer_set(path, out, n_queries, seed), rel_min=rel_min)
+    return load_beir(path, rel_min=rel_min)

@@ -7,6 +7,7 @@ import time
 import uuid
 from pathlib import Path
 
+from bot.bench.common import percentile
 from core.agent import Agent
 from core.messages import InboundMessage
 
@@ -17,17 +18,6 @@ FIVE_TURNS = [
     "공복혈당은 180이고 HbA1c는 8.2%예요",
     "제가 먹는 약의 부작용이 뭔가요?",
 ]
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0–100) with linear interpolation; 0.0 for no values."""
-    if not values:
-        return 0.0
-    s = sorted(values)
-    pos = (len(s) - 1) * q / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
 def bench_turn(repeat: int, index: Path | None) -> dict[str, dict[str, float]]:

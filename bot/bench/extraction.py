@@ -1,5 +1,5 @@
 """``medbot bench extraction``: slot precision / recall / F1, status accuracy, red-flag
-confusion matrix and latency over the team's annotated set (``bot/data/extraction_eval.jsonl``).
+confusion matrix and latency over the team's annotated set (``bot/bench/data/extraction_eval.jsonl``).
 
 Scoring rules:
 - demographics: (key, value) pairs; a derived ``age_group`` is ignored when the gold has an age;
@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bot.bench import percentile
+from bot.bench.common import percentile
 from core.extraction import Extractor
 from core.safety import red_flags
 from core.safety.taxonomy import OLD_TO_NEW
@@ -85,7 +85,7 @@ class Report:
 def load_eval(path: Path | None = None) -> list[dict[str, Any]]:
     """The annotated set (the bundled one when ``path`` is ``None``)."""
     text = Path(path).read_text("utf-8") if path else \
-        resources.files("bot").joinpath("data/extraction_eval.jsonl").read_text("utf-8")
+        resources.files("bot.bench").joinpath("data/extraction_eval.jsonl").read_text("utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
@@ -208,15 +208,6 @@ def summary(rep: Report) -> dict[str, Any]:
                        "triage_p95": round(percentile(rep.triage_ms, 95), 3),
                        "messages": len(rep.extract_ms)},
     }
-
-
-def rss_mb() -> float:
-    """This process's resident set size in MB (Linux ``/proc/self/status`` VmRSS; 0 elsewhere)."""
-    try:
-        status = Path("/proc/self/status").read_text()
-    except OSError:
-        return 0.0
-    return int(status.split("VmRSS:")[1].split()[0]) / 1024
 
 
 def render(s: dict[str, Any]) -> str:

@@ -6,9 +6,9 @@ import itertools
 from dataclasses import replace
 from typing import Any
 
-from bot.bench_answers.data import Answer, Question
-from bot.bench_answers.run import Setup, sentence_vectors
-from bot.bench_answers.scoring import score, summarize
+from bot.bench.answers.data import Answer, Question
+from bot.bench.answers.run import Setup, sentence_vectors
+from bot.bench.answers.scoring import score, summarize
 
 GRID = {"floor": (0.0, 0.84, 0.85, 0.86), "margin": (0.08, 0.12, 0.16, 0.2), "lexical": (0.0, 0.1),
         "document": (0.5, 1.0, 2.0), "qtype": (0.0, 0.5, 1.0, 2.0)}

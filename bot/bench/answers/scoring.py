@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from bot.bench_answers.data import Answer, Question
+from bot.bench.answers.data import Answer, Question
 
 _BULLET = re.compile(r"^- (?P<body>.+?) \[(?P<n>\d+)\](?: \(.+\))?$")
 
@@ -77,7 +77,7 @@ class Scores:
 
 def score(ans: Answer, q: Question, texts: dict[str, str], ref_vec: np.ndarray | None,
           vectors: Callable[[list[str]], dict[str, np.ndarray]], rouge: bool = True) -> Scores:
-    """Every score of one answer (see :mod:`bot.bench_answers`); ``rouge=False`` skips ROUGE-L."""
+    """Every score of one answer (see :mod:`bot.bench.answers`); ``rouge=False`` skips ROUGE-L."""
     bodies = [b for b, _ in ans.bullets]
     verdicts = [on_topic(b, d, q, texts) for b, d in ans.bullets]
     return Scores(len(bodies), sum(verdicts), sum(on_topic(b, d, q, texts, True) for b, d in ans.bullets),

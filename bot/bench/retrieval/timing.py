@@ -120,12 +120,13 @@ def time_queries(runner: Runner, queries: dict[str, str], methods: Sequence[str]
     return out
 
 
-def method_rows(timed: Timed, qrels: dict[str, dict[str, int]], builds: dict, ks: Sequence[int]
-                ) -> dict[str, dict]:
-    """Per method: metrics (:func:`core.retrieval.metrics.evaluate`), build, latency (ms)."""
+def method_rows(timed: Timed, qrels: dict[str, dict[str, int]], builds: dict, ks: Sequence[int],
+                rel_min: int = 1) -> dict[str, dict]:
+    """Per method: metrics (:func:`core.retrieval.metrics.evaluate`; Recall and MRR count
+    grades ≥ ``rel_min``), build, latency (ms)."""
     from core.retrieval.metrics import evaluate
 
-    return {m: {"metrics": evaluate(timed.rankings[m], qrels, recall_ks=ks),
+    return {m: {"metrics": evaluate(timed.rankings[m], qrels, recall_ks=ks, rel_min=rel_min),
                 "build": builds.get(m, {"seconds": None, "units_per_s": None}),
                 "latency_ms": {"search": percentiles(timed.search_ms[m]),
                                "search_cpu": percentiles(timed.search_cpu_ms[m]),

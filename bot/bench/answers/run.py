@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from bot.bench_answers.data import K_DOCS, Answer, Question, log
-from bot.bench_answers.scoring import parse_bullets
+from bot.bench.answers.data import K_DOCS, Answer, Question, log
+from bot.bench.answers.scoring import parse_bullets
 
 Generator = Callable[[dict, Any], dict]
 

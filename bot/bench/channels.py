@@ -2,10 +2,10 @@
 many users at once, against one user alone.
 
 Every turn goes the way a Telegram or Slack message goes after translation
-(:class:`adapters.common.Frontdesk`: rate limit (off here), per-session order, the agent off the
+(:class:`core.frontdesk.Frontdesk`: rate limit (off here), per-session order, the agent off the
 event loop) with the configured knowledge index, a fresh SQLite database, and a loopback
-OpenAI-compatible stub that answers every call after a fixed delay (the test suite's
-``tests/fakes/openai_server.py``, so the bench needs a source checkout). Each simulated user
+OpenAI-compatible stub that answers every call after a fixed delay
+(:mod:`bot.bench.fake_llm`, the one the test suite uses). Each simulated user
 sends their next message when the previous reply arrived, like a person. The response cache is
 off unless ``--cache`` (repeated questions would otherwise be served from it).
 """
@@ -13,7 +13,6 @@ off unless ``--cache`` (repeated questions would otherwise be served from it).
 from __future__ import annotations
 
 import asyncio
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -38,13 +37,8 @@ QUESTIONS = [
 
 
 def _fake_llm_server(delay_s: float):
-    root = Path(__file__).resolve().parents[1]
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    try:
-        from tests.fakes.openai_server import FakeOpenAIServer
-    except ImportError as exc:  # an installed package without the repository's tests/
-        raise SystemExit(f"bench channels needs the source checkout's tests/fakes: {exc}")
+    from bot.bench.fake_llm import FakeOpenAIServer
+
     return FakeOpenAIServer(delay_s=delay_s).start()
 
 
@@ -114,7 +108,7 @@ def bench_channels(users: int = 50, turns: int = 2, solo_turns: int = 10, delay_
 
 
 async def _bench(agent, settings, users: int, turns: int, solo_turns: int):
-    from adapters.common import Frontdesk
+    from core.frontdesk import Frontdesk
 
     asyncio.get_running_loop().set_default_executor(
         ThreadPoolExecutor(max_workers=settings.max_concurrent_turns + 4))

@@ -4,7 +4,7 @@ matrix and latency per message of triage layers 1-2 (issue 11).
 Input: a JSONL file, one message per line (``{"id", "lang", "text", "emergency",
 "category"}``, optionally ``person`` and ``kind``; issue 3's ``red_flag`` files work too, their
 old labels mapped by :data:`core.safety.taxonomy.OLD_TO_NEW`). The default is the team's
-held-out split ``bot/data/triage_heldout.jsonl``, written by an annotator who never saw the
+held-out split ``bot/bench/data/triage_heldout.jsonl``, written by an annotator who never saw the
 code and never used to tune it.
 
 Definitions:
@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bot.bench import percentile
+from bot.bench.common import percentile
 from core.safety.dataset import load_jsonl
 from core.safety.taxonomy import NONE, accepted
 from core.safety.triage import assess
@@ -37,8 +37,8 @@ DEFAULT_DATASET = "data/triage_heldout.jsonl"
 
 
 def default_dataset() -> Path:
-    """The team's held-out split, shipped in the ``bot`` package."""
-    return Path(str(resources.files("bot").joinpath(DEFAULT_DATASET)))
+    """The team's held-out split, shipped in the ``bot.bench`` package."""
+    return Path(str(resources.files("bot.bench").joinpath(DEFAULT_DATASET)))
 
 
 @dataclass
