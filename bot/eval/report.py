@@ -186,7 +186,9 @@ def _verdict(metric: str, base: float, agent: float, res: Paired) -> str:
     return "supported" + ("" if inside else f" in direction; claimed {claimed:+.2f} is outside the CI")
 
 
-def _other_claims(records, conds) -> list[str]:
+def _other_claims(records, conds, meta: dict | None = None) -> list[str]:
+    flags = ((meta or {}).get("settings") or {}).get("default_flags") or {}
+    threshold = flags.get("cache_similarity_threshold", "?")
     agent = [r for r in records if r["condition"] == "ai_agent"]
     out = []
     if not agent:
@@ -194,7 +196,8 @@ def _other_claims(records, conds) -> list[str]:
     hits = [r for r in agent if r.get("cache_hit")]
     rate = mean_ci([float(bool(r.get("cache_hit"))) for r in agent])
     out.append(f"- **Cache hit rate 30% (documents, at cosine 0.85)**: measured {_est(rate)} in `ai_agent` "
-               "(this repository's cache threshold is 0.99 and personal answers serve only their owner).")
+               f"(this run's cache threshold: cosine {threshold} within the structured key; personal answers "
+               "serve only their owner).")
     if hits:
         lat = mean_ci([r["total_ms"] for r in hits])
         out.append(f"- **0.3 s on a cache hit**: measured {_est(lat)} ms over {len(hits)} hits.")
@@ -347,7 +350,7 @@ def write_report(out: Path, seed: int = 0) -> Path:
     figs = figures(records, conds, summary, out) if records else []
     lines = _header(meta, records, conds)
     lines += ["", "## The documents' claims", ""] + _claims(records, conds, summary, comps)
-    lines += [""] + _other_claims(records, conds)
+    lines += [""] + _other_claims(records, conds, meta)
     lines += ["", "## The 15-turn retention scenario", ""] + _retention_lines(records, conds)
     lines += ["", "## Judge reliability", ""] + _calibration_lines(out)
     lines += ["", "## Means per condition (bootstrap 95% CI, n = turns measured)", "",
