@@ -79,18 +79,25 @@ class CacheKey:
         return {**asdict(self), "digest": self.digest}
 
 
-STATUS_CLASS = {"topic": "pos", "active": "pos", "uncertain": "pos"}
+STATUS_CLASS = {"topic": "pos", "active": "pos", "uncertain": "pos", "family": "pos"}
 """Statuses that a question does not tell apart: "metformin side effects?" (topic), "I take
 metformin, side effects?" (active) and "could it be diabetes?" (uncertain) ask about the same
 thing, and ConText assigns them inconsistently across paraphrases (team calibration pairs:
-28 of 104 paraphrases differed only there). ``negated``, ``family`` and ``stopped`` stay apart."""
+28 of 104 paraphrases differed only there). ``family`` joins them (issue 15b): ConText reads
+"for kids" / "아이한테" as a family cue, and who is asked about is the ``age``/``sex`` polarity's
+job. ``negated`` and ``stopped`` stay apart."""
 
 
 def concept_part(concepts, text: str = "") -> str:  # noqa: ANN001 (list of Concept)
     """``CUI:status class`` of each concept and the facets of ``text`` (lab tests, lifestyle
-    factors: :mod:`core.cache.facets`), sorted and de-duplicated, ``|``-joined."""
+    factors: :mod:`core.cache.facets`), sorted and de-duplicated, ``|``-joined.
+
+    Facets are read with the concepts' own words removed: in "high blood pressure" the words
+    "blood pressure" belong to the concept hypertension and name no separate lab facet, so
+    "treatment of high blood pressure" and "treatment of hypertension" agree (issue 15b)."""
     items = {f"{c.cui}:{STATUS_CLASS.get(c.status, c.status)}" for c in concepts}
-    return "|".join(sorted(items | set(facets(text))))
+    words = [c.matched for c in concepts if getattr(c, "matched", "")]
+    return "|".join(sorted(items | set(facets(_without(text, words)))))
 
 
 _EN_NUMERALS = {"once": "1", "twice": "2", "thrice": "3", "one": "1", "two": "2", "three": "3",
@@ -109,13 +116,17 @@ def _numerals_to_digits(text: str) -> str:
     return _KO_NUM.sub(lambda m: f" {_KO_NUMERALS[m.group(1)]} ", text)
 
 
+_NAMED_NUMBERS = re.compile(r"(?:covid|코로나|sars-cov-?)[\s-]?(?:19|2)\b", re.I)
+"""Numbers that are part of a name ("COVID-19", "코로나19"), not a stated value."""
+
+
 def numbers_part(text: str) -> str:
     """The numbers of ``text``, numerals in words included (``twice``, ``two``, ``두 알``,
     ``하루 한 번``), with ``,`` as decimal point and trailing zeros dropped, sorted and
     ``|``-joined: ``"LDL 190, HbA1c 7.50%"`` -> ``"190|7.5"``. Digits inside words
     (``HbA1c``, ``B12``) are not numbers."""
     vals = []
-    for m in _NUMBER.finditer(_numerals_to_digits(text)):
+    for m in _NUMBER.finditer(_numerals_to_digits(_NAMED_NUMBERS.sub(" ", text))):
         v = m.group(1).replace(",", ".")
         if "." in v:
             v = v.rstrip("0").rstrip(".")
