@@ -73,3 +73,10 @@ def facets(text: str) -> list[str]:
     """Sorted facet ids named in ``text`` (NFKC, case-folded here)."""
     norm = unicodedata.normalize("NFKC", text).casefold()
     return sorted(name for name, rx in _compiled().items() if rx.search(norm))
+
+
+def facet_spans(text: str) -> list[str]:
+    """The substrings of ``text`` (NFKC, case-folded) that named a facet: the words the key's
+    concept part already compares (:mod:`core.cache.content` removes them)."""
+    norm = unicodedata.normalize("NFKC", text).casefold()
+    return [m.group(0) for rx in _compiled().values() for m in rx.finditer(norm)]

@@ -29,8 +29,8 @@ import hashlib
 import re
 from dataclasses import asdict, dataclass
 
-from core.cache.facets import facets
-from core.cache.polarity import polarity
+from core.cache.facets import facet_spans, facets
+from core.cache.polarity import polarity, polarity_spans
 
 EMPTY_CONCEPT_THRESHOLD = 0.975
 """Cosine threshold for a question whose key has no concept: its candidate set says nothing
@@ -162,6 +162,13 @@ def build_key(text: str, lang: str, concepts, qtype: str) -> CacheKey:  # noqa: 
     hard, soft = polarity_parts(text, words)
     return CacheKey(concept_part(concepts, text), qtype, lang, hard,
                     numbers_part(_without(text, words)), soft)
+
+
+def key_spans(text: str, concepts) -> list[str]:  # noqa: ANN001 (list of Concept)
+    """The words of ``text`` the key already compares: the concepts' matched names, the facet
+    cues and the polarity cues (removed before :func:`core.cache.content.content_words`)."""
+    words = [c.matched for c in concepts if getattr(c, "matched", "")]
+    return words + facet_spans(text) + polarity_spans(text)
 
 
 def threshold_for(key: CacheKey, flag_threshold: float) -> float:

@@ -95,3 +95,11 @@ def polarity_key(text: str) -> str:
     """Canonical string of :func:`polarity` (``class=pole`` sorted, ``;``-joined; ``""`` for
     none): equal strings mean the same polarity on every class."""
     return ";".join(f"{k}={v}" for k, v in sorted(polarity(text).items()))
+
+
+def polarity_spans(text: str) -> list[str]:
+    """The substrings of ``text`` (NFKC, case-folded) that are contrast cues of any class: the
+    words the key's polarity parts already compare (:mod:`core.cache.content` removes them)."""
+    norm = unicodedata.normalize("NFKC", text).casefold()
+    return [m.group(0) for a, b in _compiled().values() for rx in (b, a)
+            for m in rx.finditer(norm)]

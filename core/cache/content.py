@@ -1,0 +1,154 @@
+"""Unexplained content words: the veto that keeps "broken arm" from answering "broken hip"
+(issue 15b).
+
+Two questions with the same structured key (:mod:`core.cache.key`: concepts, question type,
+polarity, numbers) can still ask about different things the key does not see: a body part, a
+food, a population word or a disease outside the concept table ("팔 골절" / "고관절 골절",
+"bananas" / "grapes", "아이" / "아기", "B형 간염" / "C형 간염"). An embedding places such pairs
+as close as true paraphrases (cosine 0.95–0.99), so no cosine threshold separates them.
+
+A question's words are of three kinds: the words of the key (concept names the extractor
+matched, facet cues, polarity cues: already compared, so removed here), the question *frame*
+("what are the", "먹어도 되나요", "side effects": the question-type classifier's job, so
+removed), and *content*: everything else. A cached answer may serve a new question only when
+every content word of each side is explained by the other side: the same word, the same stem
+(Korean particles and endings stripped; an English word and its inflection), a one-letter typo,
+or a part of the other side's text written with or without spaces ("공복혈당" / "공복 혈당").
+
+The frame vocabulary is the words of the question-type training frames
+(``core/data/qtype_frames.jsonl``, the team's Korean and English templates with the concept
+slot removed) and the short list :data:`EXTRA_FRAME`. Measured on the team pairs, the MedQuAD
+pairs and a fresh dev set (docs/benchmarks.md, "Response cache", issue 15b): of the pairs with
+equal keys, the veto refused 62 of 65 negatives and kept 99 of 145 paraphrases before the
+synonym fixes below.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from functools import lru_cache
+from importlib import resources
+
+EXTRA_FRAME = frozenset("""
+a an the of for to in on at by with and or but is are was were be been being am do does did
+doing have has had having i me my we our you your he she it its they them their this that these
+those what which who whom whose when where why how can could may might must should shall will
+would if then than so as about any some much many more most very too also just ok okay please
+tell know need want get got there here s t don isn whats im ve ll re vs versus level levels
+range number numbers value values max maximum min minimum possible usual usually normal
+typical typically someone somebody people person thing things way ways kind kinds type much
+really actually exactly generally common commonly
+뭐 뭔 뭔가 뭐가 무엇 무엇이 무슨 어떤 어떻게 어떤가 얼마 얼마나 언제 왜 누구 어디 몇 좀 혹시 그냥
+정말 진짜 보통 일반 일반적 정도 경우 때 법 방법 종류 시기 대상 수치 범위 기준 정상 알려 알려줘
+알려주세요 궁금 궁금해요 있나요 있어요 있습니까 되나요 돼요 해요 하나요 인가요 건가요 거예요 뭐예요 뭐에요
+""".split())
+"""Frame words the training frames lack (function words, "level", "range", "방법", ...)."""
+
+_KO_ENDINGS = tuple(sorted("""
+이랑 하고 에서 으로 에게 한테 까지 부터 이나 이면 이에요 예요 에요 인가요 나요 가요 어요 아요
+해요 습니까 니까 인데 는데 은데 는지 은지 했는데 했어요 해도 해야 하면 하는 한 할 해 야 은 는
+이 가 을 를 에 도 만 로 의 와 과 랑 요 면 고
+""".split(), key=len, reverse=True))
+_HANGUL = re.compile(r"[가-힣]")
+_LATIN = re.compile(r"[a-z]+")
+_WORD = re.compile(r"\w+")
+
+
+def _stem(tok: str) -> str:
+    """Korean: up to two particles/endings stripped (``항생제는`` -> ``항생제``); English: a
+    plural or verb ending (``levels`` -> ``level``, ``taking`` -> ``tak``)."""
+    if _HANGUL.search(tok):
+        for _ in range(2):
+            for end in _KO_ENDINGS:
+                if tok.endswith(end) and len(tok) > len(end):
+                    tok = tok[: -len(end)]
+                    break
+        return tok
+    for end in ("ing", "ies", "es", "ed", "s"):
+        if tok.endswith(end) and len(tok) - len(end) >= 3:
+            return tok[: -len(end)]
+    return tok
+
+
+def _norm(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+@lru_cache(maxsize=1)
+def frame_words() -> frozenset[str]:
+    """Every word and stem of the question-type frames, and :data:`EXTRA_FRAME`."""
+    path = resources.files("core").joinpath("data", "qtype_frames.jsonl")
+    words = set(EXTRA_FRAME)
+    for line in path.read_text("utf-8").splitlines():
+        if line.strip():
+            frame = re.sub(r"\{[a-z]+\}", " ", json.loads(line)["frame"])
+            for w in _WORD.findall(_norm(frame)):
+                words |= {w, _stem(w)}
+    words |= {_stem(w) for w in EXTRA_FRAME}
+    return frozenset(words)
+
+
+@lru_cache(maxsize=1)
+def _frame_prefixes() -> frozenset[str]:
+    """First two syllables of the Korean frame words (``먹으면`` -> ``먹으``): conjugated
+    frame verbs share them."""
+    return frozenset(w[:2] for w in frame_words() if re.fullmatch(r"[가-힣]{2,}", w))
+
+
+def _is_frame(tok: str) -> bool:
+    stem = _stem(tok)
+    if tok in frame_words() or stem in frame_words():
+        return True
+    return bool(re.fullmatch(r"[가-힣]{2,}", stem)) and stem[:2] in _frame_prefixes()
+
+
+def _without(text: str, spans) -> str:  # noqa: ANN001 (iterable of str)
+    for s in sorted({_norm(s) for s in spans if s and s.strip()}, key=len, reverse=True):
+        text = text.replace(s, " ")
+    return text
+
+
+def content_words(text: str, key_spans=()) -> tuple[str, ...]:  # noqa: ANN001
+    """The content words of a question: its words minus ``key_spans`` (the concept names,
+    facet and polarity cues the key already compares), minus frame words and numbers (the key
+    compares numbers), each reduced to its stem. Input: any question; output in text order."""
+    rest = _without(_norm(text), key_spans)
+    return tuple(_stem(w) for w in _WORD.findall(rest)
+                 if not _is_frame(w) and not any(ch.isdigit() for ch in w))
+
+
+def _typo(a: str, b: str) -> bool:
+    """One substitution, insertion or deletion apart, both at least 5 letters."""
+    if min(len(a), len(b)) < 5 or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b)) == 1
+    short, long_ = sorted((a, b), key=len)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+def _explained(word: str, other: tuple[str, ...], other_joined: str) -> bool:
+    if len(word) >= 2 and word in other_joined:
+        return True  # same stem, or written with/without spaces ("공복혈당")
+    for o in other:
+        if o == word or (len(o) >= 2 and o in word):
+            return True
+        if _LATIN.fullmatch(word) and _LATIN.fullmatch(o) and _typo(word, o):
+            return True
+        if _HANGUL.search(word) and len(word) >= 2 and len(o) >= 2 and word[:2] == o[:2]:
+            return True  # a conjugated form of the same Korean stem
+    return False
+
+
+def unexplained(a: tuple[str, ...], b: tuple[str, ...]) -> list[str]:
+    """Content words of ``a`` that ``b`` does not explain (see the module docstring)."""
+    joined = "".join(b)
+    return [w for w in a if not _explained(w, b, joined)]
+
+
+def content_conflict(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """True when either question has a content word the other does not explain: the cached
+    answer of one must not serve the other."""
+    return bool(unexplained(a, b) or unexplained(b, a))
