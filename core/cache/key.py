@@ -38,7 +38,7 @@ about the topic (a rare disease outside the concept table, "what is this rash"),
 embedding must carry it. Chosen by ``medbot bench cache`` on the tuning half (README,
 "Response cache"); the flag ``cache_similarity_threshold`` applies to keys with concepts."""
 
-SOFT_CLASSES = frozenset({"modality", "safety", "course", "day_time", "reference"})
+SOFT_CLASSES = frozenset({"modality", "safety", "course", "reference"})
 """Contrast classes that veto only on opposite poles (can/cannot, safe/dangerous, ...); a cue
 on one side only is no conflict, since paraphrases add such words freely ("is it safe to" /
 "can I"). The other classes (good/bad, before/after, increase/decrease, start/stop, sex, age,
@@ -47,7 +47,12 @@ should I eat with gout" vs "what should I avoid with gout", "side effects of met
 "... of stopping metformin"). Measured (docs/benchmarks.md, "Response cache"): on the team
 pairs, making good/bad, before/after and increase/decrease soft as well let 8 more paraphrases
 hit and no more negatives; on the blind pairs' first look it let 8 of 74 polarity negatives
-through, so they stay hard (precision first)."""
+through, so they stay hard (precision first). ``day_time`` (morning/night) is hard too since
+issue 15b: "before meals" and "before bed" share the ``timing`` pole and differ only there.
+
+One pole is dropped from the key: ``valence=a`` alone ("good", "best", "recommended"):
+"what to eat with gout" and "good foods for gout" ask the same, while "foods to avoid" (``b``)
+still differs from both (issue 15b dev pairs: 5 of 140 paraphrases missed only on it)."""
 
 _NUMBER = re.compile(r"(?<![A-Za-z\d.])(\d+(?:[.,]\d+)?)")
 
@@ -116,7 +121,7 @@ def _numerals_to_digits(text: str) -> str:
     return _KO_NUM.sub(lambda m: f" {_KO_NUMERALS[m.group(1)]} ", text)
 
 
-_NAMED_NUMBERS = re.compile(r"(?:covid|코로나|sars-cov-?)[\s-]?(?:19|2)\b", re.I)
+_NAMED_NUMBERS = re.compile(r"(covid|코로나|sars-cov)[\s-]?(?:19|2)\b", re.I)
 """Numbers that are part of a name ("COVID-19", "코로나19"), not a stated value."""
 
 
@@ -126,7 +131,7 @@ def numbers_part(text: str) -> str:
     ``|``-joined: ``"LDL 190, HbA1c 7.50%"`` -> ``"190|7.5"``. Digits inside words
     (``HbA1c``, ``B12``) are not numbers."""
     vals = []
-    for m in _NUMBER.finditer(_numerals_to_digits(_NAMED_NUMBERS.sub(" ", text))):
+    for m in _NUMBER.finditer(_numerals_to_digits(_NAMED_NUMBERS.sub(r"\1 ", text))):
         v = m.group(1).replace(",", ".")
         if "." in v:
             v = v.rstrip("0").rstrip(".")
@@ -143,6 +148,8 @@ def _without(text: str, spans: list[str]) -> str:
 def polarity_parts(text: str, concept_words: list[str]) -> tuple[str, str]:
     """(hard, soft) canonical polarity strings of ``text`` with ``concept_words`` removed."""
     found = polarity(_without(text, concept_words))
+    if found.get("valence") == "a":
+        del found["valence"]
     hard = ";".join(f"{k}={v}" for k, v in sorted(found.items()) if k not in SOFT_CLASSES)
     soft = ";".join(f"{k}={v}" for k, v in sorted(found.items()) if k in SOFT_CLASSES)
     return hard, soft
@@ -160,8 +167,9 @@ def build_key(text: str, lang: str, concepts, qtype: str) -> CacheKey:  # noqa: 
     """
     words = [c.matched for c in concepts if getattr(c, "matched", "")]
     hard, soft = polarity_parts(text, words)
+    named = _NAMED_NUMBERS.sub(r"\1 ", text)  # "covid-19": the name stays, the 19 goes
     return CacheKey(concept_part(concepts, text), qtype, lang, hard,
-                    numbers_part(_without(text, words)), soft)
+                    numbers_part(_without(named, words)), soft)
 
 
 def key_spans(text: str, concepts) -> list[str]:  # noqa: ANN001 (list of Concept)

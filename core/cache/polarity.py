@@ -30,9 +30,9 @@ CONTRASTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                  r"나빠", r"나쁘", r"안 ?좋", r"해로운", r"해롭", r"피해야", r"피할", r"금지",
                  r"삼가")),
     "timing": ((r"\bbefore\b", r"\bprior to\b", r"\bempty stomach\b", r"\bfasting\b", r"전에",
-                r"식전", r"공복", r"\S전\b", r"\S\s전\b"),
+                r"식전", r"공복", r"(?<=\S)전\b", r"(?<=\S)\s전\b"),
                (r"\bafter\b", r"\bfollowing\b", r"\bwith (?:food|meals?)\b", r"후에", r"식후",
-                r"\S후\b", r"\S\s후\b", r"다음에")),
+                r"(?<=\S)후\b", r"(?<=\S)\s후\b", r"다음에")),
     "direction": ((r"\bincreas\w*", r"\braise\w*", r"\bboost\w*", r"\bhigher\b", r"\bhigh\b",
                    r"\brais(?:e|ing)\b", r"\bgo(?:es)? up\b", r"\bup\b", r"높이", r"올리",
                    r"올라", r"증가", r"높은", r"높아", r"높으", r"높나", r"높게", r"상승",
@@ -97,9 +97,15 @@ def polarity_key(text: str) -> str:
     return ";".join(f"{k}={v}" for k, v in sorted(polarity(text).items()))
 
 
+SPAN_KEPT = frozenset({"age"})
+"""Classes whose cues stay content words: "아이" and "아기", "child" and "infant" share the
+``age`` pole but ask about different patients (a dose for an infant is not a child's)."""
+
+
 def polarity_spans(text: str) -> list[str]:
-    """The substrings of ``text`` (NFKC, case-folded) that are contrast cues of any class: the
-    words the key's polarity parts already compare (:mod:`core.cache.content` removes them)."""
+    """The substrings of ``text`` (NFKC, case-folded) that are contrast cues of any class but
+    :data:`SPAN_KEPT`: the words the key's polarity parts already compare
+    (:mod:`core.cache.content` removes them)."""
     norm = unicodedata.normalize("NFKC", text).casefold()
-    return [m.group(0) for a, b in _compiled().values() for rx in (b, a)
-            for m in rx.finditer(norm)]
+    return [m.group(0) for name, (a, b) in _compiled().items() if name not in SPAN_KEPT
+            for rx in (b, a) for m in rx.finditer(norm)]
