@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from core.cache.facets import facet_spans, facets
 from core.cache.polarity import polarity, polarity_spans
 
-EMPTY_CONCEPT_THRESHOLD = 0.975
+EMPTY_CONCEPT_THRESHOLD = 0.94
 """Cosine threshold for a question whose key has no concept: its candidate set says nothing
 about the topic (a rare disease outside the concept table, "what is this rash"), so the
 embedding must carry it. Chosen by ``medbot bench cache`` on the tuning half (README,
