@@ -7,7 +7,7 @@ from collections import OrderedDict
 from dataclasses import asdict
 from typing import Any
 
-from core.cache.content import content_conflict, content_words
+from core.cache.content import content_conflict, content_words, cue_conflict, qtype_cues
 from core.cache.key import CacheKey, build_key, key_spans, threshold_for
 from core.cache.ownership import depends_on_asker, is_personal, personal_fingerprint
 from core.cache.response_cache import CacheCandidate, usable
@@ -52,32 +52,40 @@ def cache_key(state: AgentState, svc: Services, vec) -> CacheKey:  # noqa: ANN00
     return build_key(state["question"], state["lang"], slots.concepts if slots else [], qtype.label)
 
 
-_CONTENT_MEMO: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
+_CONTENT_MEMO: OrderedDict[tuple[str, str], tuple] = OrderedDict()
 _CONTENT_MEMO_SIZE = 2048  # question texts; a cached entry's words are read once per process
 
 
-def question_content(text: str, lang: str, svc: Services) -> tuple[str, ...]:
-    """:func:`core.cache.content.content_words` of a question, with the extractor's concept
-    names, the facet and the polarity cues removed (:func:`core.cache.key.key_spans`);
-    remembered for the last 2,048 texts (the extractor costs about 0.1–0.4 ms)."""
+def question_content(text: str, lang: str, svc: Services) -> tuple[tuple[str, ...], frozenset]:
+    """(content words, question-type cues) of a question (:mod:`core.cache.content`), with
+    the extractor's concept names, the facet and the polarity cues removed
+    (:func:`core.cache.key.key_spans`); remembered for the last 2,048 texts (the extractor
+    costs about 0.1–0.4 ms)."""
     memo_key = (text, lang)
-    words = _CONTENT_MEMO.get(memo_key)
-    if words is None:
+    found = _CONTENT_MEMO.get(memo_key)
+    if found is None:
         slots = svc.extractor.extract(text, lang)
-        words = content_words(text, key_spans(text, slots.concepts))
-        _CONTENT_MEMO[memo_key] = words
+        spans = key_spans(text, slots.concepts)
+        matched = [c.matched for c in slots.concepts if getattr(c, "matched", "")]
+        found = (content_words(text, spans), qtype_cues(text, matched))
+        _CONTENT_MEMO[memo_key] = found
         while len(_CONTENT_MEMO) > _CONTENT_MEMO_SIZE:
             _CONTENT_MEMO.popitem(last=False)
-    return words
+    return found
+
+
+def _agree(a: tuple, b: tuple) -> bool:
+    return not content_conflict(a[0], b[0]) and not cue_conflict(a[1], b[1])
 
 
 def screen_content(state: AgentState, svc: Services, cands: list[CacheCandidate]
                    ) -> list[CacheCandidate]:
     """The candidates whose question leaves no content word of either side unexplained
-    (:func:`core.cache.content.content_conflict`); exact-text matches always pass."""
+    (:func:`core.cache.content.content_conflict`) and names no other question-type cues
+    (:func:`core.cache.content.cue_conflict`); exact-text matches always pass."""
     mine = question_content(state["question"], state["lang"], svc)
     return [c for c in cands if c.kind == "exact" or c.question is None
-            or not content_conflict(mine, question_content(c.question, state["lang"], svc))]
+            or _agree(mine, question_content(c.question, state["lang"], svc))]
 
 
 def check_similarity(state: AgentState, svc: Services) -> dict[str, Any]:
