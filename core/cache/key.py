@@ -32,11 +32,14 @@ from dataclasses import asdict, dataclass
 from core.cache.facets import facet_spans, facets
 from core.cache.polarity import polarity, polarity_spans
 
-EMPTY_CONCEPT_THRESHOLD = 0.94
+EMPTY_CONCEPT_THRESHOLD = 0.90
 """Cosine threshold for a question whose key has no concept: its candidate set says nothing
 about the topic (a rare disease outside the concept table, "what is this rash"), so the
-embedding must carry it. Chosen by ``medbot bench cache`` on the tuning half (README,
-"Response cache"); the flag ``cache_similarity_threshold`` applies to keys with concepts."""
+embedding must carry more of it; the content-word veto (:mod:`core.cache.content`) refuses a
+different disease name outright. Chosen on the tuning data (issue 15b: ``medbot bench cache``
+chose 0.94 on the team/MedQuAD tuning half, where no negative without concepts passed the veto
+at any cosine; 0.90 keeps a margin over the 0.85 floor of keys with concepts); the flag
+``cache_similarity_threshold`` applies to keys with concepts."""
 
 SOFT_CLASSES = frozenset({"modality", "safety", "course", "reference"})
 """Contrast classes that veto only on opposite poles (can/cannot, safe/dangerous, ...); a cue
