@@ -1,0 +1,96 @@
+"""The content-word and question-type-cue vetoes of the response cache (issue 15b) and the key
+normalisations that came with them."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from core.cache.content import content_conflict, content_words, cue_conflict, qtype_cues
+from core.cache.key import build_key, concept_part, key_spans, numbers_part, polarity_parts
+
+
+def concept(cui, matched="", status="topic"):
+    return SimpleNamespace(cui=cui, status=status, matched=matched)
+
+
+def words(text, concepts=()):
+    return content_words(text, key_spans(text, list(concepts)))
+
+
+@pytest.mark.parametrize("a,b", [
+    ("How long does it take to recover from a broken arm?",
+     "How long does it take to recover from a broken hip?"),
+    ("팔 골절 회복 기간", "고관절 골절 회복 기간"),
+    ("can diabetics eat bananas", "can diabetics eat grapes"),
+    ("아이가 타이레놀 먹어도 되나요?", "아기가 타이레놀 먹어도 되나요?"),
+    ("What are the stages of vulvar cancer?", "What are the stages of bile duct cancer?"),
+])
+def test_a_content_word_the_other_side_lacks_is_a_conflict(a, b):
+    assert content_conflict(words(a), words(b))
+
+
+@pytest.mark.parametrize("a,ca,b,cb", [
+    ("What are the side effects of metformin?", [concept("C0025598", "metformin")],
+     "does glucophage have any side effects", [concept("C0025598", "glucophage")]),
+    ("side efects of lisinopril", [concept("C0065374", "lisinopril")],
+     "What side effects does lisinopril have?", [concept("C0065374", "lisinopril")]),
+    ("공복 혈당 정상 범위는 얼마인가요?", [], "공복혈당 정상수치 알려줘", []),
+    ("방광염 항생제는 며칠 먹어야 돼요?", [concept("C1", "방광염"), concept("C2", "항생제")],
+     "방광염일 때 항생제를 얼마나 오래 복용해야 하나요?",
+     [concept("C1", "방광염"), concept("C2", "항생제")]),
+    ("What is a normal fasting blood sugar level?", [], "normal fasting glucose range", []),
+])
+def test_paraphrases_leave_no_content_word_unexplained(a, ca, b, cb):
+    assert not content_conflict(words(a, ca), words(b, cb))
+
+
+def test_frame_words_numbers_and_key_words_are_not_content():
+    assert words("What is the usual dose of metformin?", [concept("C1", "metformin")]) == ()
+    assert words("LDL 190이면 높은 건가요?") == ()  # LDL: a facet; 190: the key's numbers
+
+
+@pytest.mark.parametrize("a,b", [
+    ("what are the side effects of sertraline", "what are the withdrawal symptoms of sertraline"),
+    ("How long does the flu last?", "How long is the flu contagious?"),
+    ("메트포르민 부작용", "메트포르민이랑 같이 먹으면 안 되는 약"),
+    ("독감 예방법", "독감 치료법"),
+])
+def test_other_question_type_cues_conflict(a, b):
+    assert cue_conflict(qtype_cues(a), qtype_cues(b))
+
+
+@pytest.mark.parametrize("a,b", [
+    ("prednisone side effects", "what side effects can prednisone cause"),
+    ("독감 예방접종 부작용이 뭐예요?", "독감 백신 맞으면 어떤 부작용이 있어요?"),
+    ("How much ibuprofen can I take in a day?", "what's the max daily dose of advil"),
+])
+def test_shared_or_one_sided_cues_do_not_conflict(a, b):
+    assert not cue_conflict(qtype_cues(a), qtype_cues(b))
+
+
+def test_concept_words_name_no_lab_facet():
+    hypertension = [concept("C0020538", "high blood pressure")]
+    assert concept_part(hypertension, "How is high blood pressure treated?") == "C0020538:pos"
+    assert concept_part([], "what is a normal blood pressure") == "lab:blood_pressure"
+
+
+def test_family_status_joins_pos_and_negated_stays_apart():
+    kids = build_key("ibuprofen dose for kids", "en", [concept("C1", status="family")], "dosage")
+    plain = build_key("ibuprofen dose", "en", [concept("C1")], "dosage")
+    negated = build_key("ibuprofen dose", "en", [concept("C1", status="negated")], "dosage")
+    assert kids.concepts == plain.concepts and negated.concepts != plain.concepts
+
+
+def test_covid_19_is_a_name_and_a_value_is_a_value():
+    assert build_key("covid-19 symptoms", "en", [concept("C1", "covid")], "symptoms").numbers == ""
+    assert build_key("코로나19 증상", "ko", [concept("C1", "코로나")], "symptoms").numbers == ""
+    assert numbers_part("type 2 diabetes") == "2"
+
+
+def test_good_alone_leaves_the_key_but_bad_does_not():
+    assert polarity_parts("good foods for gout", [])[0] == polarity_parts("foods for gout", [])[0]
+    assert polarity_parts("foods to avoid with gout", [])[0] != polarity_parts("foods for gout", [])[0]
+    assert polarity_parts("살 빠지나요", [])[0] != polarity_parts("살 찌나요", [])[0]
+    assert polarity_parts("수술 전 식단", [])[0] != polarity_parts("수술 후 식단", [])[0]
