@@ -31,7 +31,6 @@ import unicodedata
 from functools import lru_cache
 from importlib import resources
 
-from core.cache.polarity import polarity
 
 EXTRA_FRAME = frozenset("""
 a an the of for to in on at by with and or but is are was were be been being am do does did
@@ -55,6 +54,25 @@ _KO_ENDINGS = tuple(sorted("""
 해요 습니까 니까 인데 는데 은데 는지 은지 했는데 했어요 해도 해야 하면 하는 한 할 해 야 은 는
 이 가 을 를 에 도 만 로 의 와 과 랑 요 면 고
 """.split(), key=len, reverse=True))
+ONE_SYLLABLE_NOUNS = frozenset("""
+팔 발 손 눈 귀 코 입 목 배 간 위 폐 뼈 피 털 혀 뇌 턱 약 술 물 밥 빵 떡 잠 열 암 땀 침 젖 꿀 콩 쌀 죽 귤 굴
+""".split())
+"""One-syllable Korean nouns (body parts, foods, "열" fever, "암" cancer): content words. Any
+other single syllable left over is a fragment of an ending or particle once a key word
+before it was removed ("빠지" -> "지"), so it is frame."""
+
+_AGE_GROUPS = {
+    "agechild": (r"\bchild(?:ren)?'?s?\b", r"\bkids?\b", r"어린이", r"아이", r"소아", r"애들?"),
+    "ageinfant": (r"\binfants?\b", r"\bbab(?:y|ies)\b", r"\bnewborns?\b", r"아기", r"영아",
+                  r"신생아", r"갓난"),
+    "ageteen": (r"\bteen\w*", r"\badolescen\w*", r"청소년"),
+    "ageelder": (r"\belderly\b", r"\bolder (?:adults?|people)\b", r"\bseniors?\b", r"노인",
+                 r"어르신", r"고령"),
+}
+"""Synonyms of the age groups, each replaced by one token before the words are compared:
+"kids" / "children" / "아이" / "어린이" agree, "아이" / "아기" (child / infant) do not. The
+``age`` polarity class puts both on one pole; a dose for an infant is not a child's."""
+
 _HANGUL = re.compile(r"[가-힣]")
 _LATIN = re.compile(r"[a-z]+")
 _WORD = re.compile(r"\w+")
@@ -120,9 +138,11 @@ def _frame_typo(tok: str) -> bool:
 
 
 def _is_frame(tok: str) -> bool:
-    if "age" in polarity(tok):
-        return False  # "아이" / "아기", "child" / "infant": who is asked about is content
+    if tok.startswith("age") and tok in _AGE_GROUPS:
+        return False  # who is asked about is content
     stem = _stem(tok)
+    if len(stem) == 1 and _HANGUL.fullmatch(stem):
+        return stem not in ONE_SYLLABLE_NOUNS
     if tok in frame_words() or stem in frame_words() or tok in _KO_ENDINGS:
         return True  # a particle left alone once a concept name before it was removed
     if bool(re.fullmatch(r"[가-힣]{2,}", stem)) and stem[:2] in _frame_prefixes():
@@ -136,13 +156,33 @@ def _without(text: str, spans) -> str:  # noqa: ANN001 (iterable of str)
     return text
 
 
+@lru_cache(maxsize=1)
+def _age_patterns() -> tuple[tuple[str, re.Pattern], ...]:
+    return tuple((group, re.compile("|".join(cues))) for group, cues in _AGE_GROUPS.items())
+
+
+def _canonical_ages(text: str) -> str:
+    for group, rx in _age_patterns():
+        text = rx.sub(f" {group} ", text)
+    return text
+
+
 def content_words(text: str, key_spans=()) -> tuple[str, ...]:  # noqa: ANN001
     """The content words of a question: its words minus ``key_spans`` (the concept names,
-    facet and polarity cues the key already compares), minus frame words and numbers (the key
-    compares numbers), each reduced to its stem. Input: any question; output in text order."""
-    rest = _without(_norm(text), key_spans)
+    facet and polarity cues the key already compares), minus the question-type cues
+    (:func:`cue_conflict` compares them), frame words and numbers (the key compares numbers),
+    each reduced to its stem; age words become their group (``agechild``). Input: any
+    question; output in text order."""
+    norm = _canonical_ages(_norm(text))
+    rest = _without(norm, list(key_spans) + cue_spans(norm))
     return tuple(_stem(w) for w in _WORD.findall(rest)
                  if not _is_frame(w) and not any(ch.isdigit() for ch in w))
+
+
+def all_stems(text: str) -> tuple[str, ...]:
+    """Every word of ``text`` as a stem (age words as their group): what may explain the
+    other question's content words, frame words included ("resting" explains "at rest")."""
+    return tuple(_stem(w) for w in _WORD.findall(_canonical_ages(_norm(text))))
 
 
 def _typo(a: str, b: str, least: int = 5) -> bool:
@@ -169,15 +209,21 @@ def _explained(word: str, other: tuple[str, ...], other_joined: str) -> bool:
 
 
 def unexplained(a: tuple[str, ...], b: tuple[str, ...]) -> list[str]:
-    """Content words of ``a`` that ``b`` does not explain (see the module docstring)."""
+    """Words of ``a`` that ``b`` does not explain (see the module docstring); ``b`` may be
+    the other question's content words or all its stems (:func:`all_stems`)."""
     joined = "".join(b)
     return [w for w in a if not _explained(w, b, joined)]
 
 
-def content_conflict(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+def content_conflict(a: tuple[str, ...], b: tuple[str, ...],
+                     a_all: tuple[str, ...] | None = None,
+                     b_all: tuple[str, ...] | None = None) -> bool:
     """True when either question has a content word the other does not explain: the cached
-    answer of one must not serve the other."""
-    return bool(unexplained(a, b) or unexplained(b, a))
+    answer of one must not serve the other. ``a_all``/``b_all``: every stem of each question
+    (:func:`all_stems`), which may explain the other's content words; default: the content
+    words themselves."""
+    return bool(unexplained(a, b if b_all is None else b_all)
+                or unexplained(b, a if a_all is None else a_all))
 
 
 QTYPE_CUES: dict[str, tuple[str, ...]] = {
@@ -210,6 +256,12 @@ read independently of the question-type classifier as a second opinion on *what 
 @lru_cache(maxsize=1)
 def _cue_patterns() -> dict[str, re.Pattern]:
     return {name: re.compile("|".join(cues)) for name, cues in QTYPE_CUES.items()}
+
+
+def cue_spans(text: str) -> list[str]:
+    """The substrings of ``text`` (NFKC, case-folded) that are question-type cues."""
+    norm = _norm(text)
+    return [m.group(0) for rx in _cue_patterns().values() for m in rx.finditer(norm)]
 
 
 def qtype_cues(text: str, key_spans=()) -> frozenset[str]:  # noqa: ANN001

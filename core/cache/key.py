@@ -149,10 +149,13 @@ def _without(text: str, spans: list[str]) -> str:
 
 
 def polarity_parts(text: str, concept_words: list[str]) -> tuple[str, str]:
-    """(hard, soft) canonical polarity strings of ``text`` with ``concept_words`` removed."""
-    found = polarity(_without(text, concept_words))
+    """(hard, soft) canonical polarity strings of ``text`` with ``concept_words`` and the lab
+    tests' names removed ("good cholesterol" is HDL, not a valence)."""
+    found = polarity(_without(text, concept_words + facet_spans(text, "lab:")))
     if found.get("valence") == "a":
         del found["valence"]
+    if found.get("pregnancy") == "a" and found.get("sex") == "a":
+        del found["sex"]  # "pregnant women": pregnancy says it
     hard = ";".join(f"{k}={v}" for k, v in sorted(found.items()) if k not in SOFT_CLASSES)
     soft = ";".join(f"{k}={v}" for k, v in sorted(found.items()) if k in SOFT_CLASSES)
     return hard, soft

@@ -7,7 +7,13 @@ from collections import OrderedDict
 from dataclasses import asdict
 from typing import Any
 
-from core.cache.content import content_conflict, content_words, cue_conflict, qtype_cues
+from core.cache.content import (
+    all_stems,
+    content_conflict,
+    content_words,
+    cue_conflict,
+    qtype_cues,
+)
 from core.cache.key import CacheKey, build_key, key_spans, threshold_for
 from core.cache.ownership import depends_on_asker, is_personal, personal_fingerprint
 from core.cache.response_cache import CacheCandidate, usable
@@ -56,8 +62,9 @@ _CONTENT_MEMO: OrderedDict[tuple[str, str], tuple] = OrderedDict()
 _CONTENT_MEMO_SIZE = 2048  # question texts; a cached entry's words are read once per process
 
 
-def question_content(text: str, lang: str, svc: Services) -> tuple[tuple[str, ...], frozenset]:
-    """(content words, question-type cues) of a question (:mod:`core.cache.content`), with
+def question_content(text: str, lang: str, svc: Services) -> tuple:
+    """(content words, question-type cues, all stems) of a question
+    (:mod:`core.cache.content`), with
     the extractor's concept names, the facet and the polarity cues removed
     (:func:`core.cache.key.key_spans`); remembered for the last 2,048 texts (the extractor
     costs about 0.1–0.4 ms)."""
@@ -67,7 +74,7 @@ def question_content(text: str, lang: str, svc: Services) -> tuple[tuple[str, ..
         slots = svc.extractor.extract(text, lang)
         spans = key_spans(text, slots.concepts)
         matched = [c.matched for c in slots.concepts if getattr(c, "matched", "")]
-        found = (content_words(text, spans), qtype_cues(text, matched))
+        found = (content_words(text, spans), qtype_cues(text, matched), all_stems(text))
         _CONTENT_MEMO[memo_key] = found
         while len(_CONTENT_MEMO) > _CONTENT_MEMO_SIZE:
             _CONTENT_MEMO.popitem(last=False)
@@ -75,7 +82,7 @@ def question_content(text: str, lang: str, svc: Services) -> tuple[tuple[str, ..
 
 
 def _agree(a: tuple, b: tuple) -> bool:
-    return not content_conflict(a[0], b[0]) and not cue_conflict(a[1], b[1])
+    return not content_conflict(a[0], b[0], a[2], b[2]) and not cue_conflict(a[1], b[1])
 
 
 def screen_content(state: AgentState, svc: Services, cands: list[CacheCandidate]
