@@ -94,3 +94,12 @@ def test_good_alone_leaves_the_key_but_bad_does_not():
     assert polarity_parts("foods to avoid with gout", [])[0] != polarity_parts("foods for gout", [])[0]
     assert polarity_parts("살 빠지나요", [])[0] != polarity_parts("살 찌나요", [])[0]
     assert polarity_parts("수술 전 식단", [])[0] != polarity_parts("수술 후 식단", [])[0]
+
+
+@pytest.mark.parametrize("a,b", [
+    ("메트포르민 밤에 먹어도 돼요?", "메트포르민 밤에 안 먹어도 돼요?"),
+    ("Should I take aspirin every day?", "Should I not take aspirin every day?"),
+    ("혈압약 먹고 운동해도 되나요?", "혈압약 없이 운동해도 되나요?"),
+])
+def test_a_negation_on_one_side_is_a_conflict(a, b):
+    assert content_conflict(words(a), words(b))

@@ -37,7 +37,7 @@ a an the of for to in on at by with and or but is are was were be been being am 
 doing have has had having i me my we our you your he she it its they them their this that these
 those what which who whom whose when where why how can could may might must should shall will
 would if then than so as about any some much many more most very too also just ok okay please
-tell know need want get got there here s t don isn whats im ve ll re vs versus level levels
+tell know need want get got there here s t whats im ve ll re vs versus level levels
 range number numbers value values max maximum min minimum possible usual usually normal
 typical typically someone somebody people person thing things way ways kind kinds type much
 really actually exactly generally common commonly
@@ -137,7 +137,21 @@ def _frame_typo(tok: str) -> bool:
                for w in _frames_by_length().get(n, ()))
 
 
+NEGATIONS = frozenset({"not", "no", "never", "without", "don", "doesn", "didn", "isn", "aren",
+                       "wasn", "won", "shouldn", "couldn", "wouldn", "cannot", "none", "nothing",
+                       "안", "못", "아니", "않", "없"})
+"""Negation words: always content, so "밤에 먹어도 돼요" and "밤에 안 먹어도 돼요", "should I
+take" and "should I not take" never explain each other (the polarity classes catch only the
+negations they list)."""
+
+
+def _negation(tok: str) -> bool:
+    return tok in NEGATIONS or tok.startswith(("않", "없", "아니"))
+
+
 def _is_frame(tok: str) -> bool:
+    if _negation(tok):
+        return False
     if tok.startswith("age") and tok in _AGE_GROUPS:
         return False  # who is asked about is content
     stem = _stem(tok)
@@ -175,7 +189,7 @@ def content_words(text: str, key_spans=()) -> tuple[str, ...]:  # noqa: ANN001
     question; output in text order."""
     norm = _canonical_ages(_norm(text))
     rest = _without(norm, list(key_spans) + cue_spans(norm))
-    return tuple(_stem(w) for w in _WORD.findall(rest)
+    return tuple(w if _negation(w) else _stem(w) for w in _WORD.findall(rest)
                  if not _is_frame(w) and not any(ch.isdigit() for ch in w))
 
 
