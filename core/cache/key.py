@@ -11,16 +11,19 @@ when all of these are equal; the embedding threshold then applies within that ca
 - ``qtype``: :func:`core.qtype.classify_question` (side effects vs dosage vs interactions);
 - ``lang``: the answer's language;
 - ``polarity``: the hard contrast classes of :mod:`core.cache.polarity` (good/bad,
-  before/after, increase/decrease, start/stop, women/men, children/elderly,
-  pregnancy/breastfeeding), read from the text with the concepts' own words removed ("high
-  blood pressure" names a condition, not a direction);
+  before/after, increase/decrease, more/less, start/stop, morning/night, women/men,
+  children/elderly, pregnancy/breastfeeding), read from the text with the concepts' own words
+  removed ("high blood pressure" names a condition, not a direction);
 - ``numbers``: the numbers the question states (``LDL 190`` vs ``LDL 130``), so a cached
   reading of one value never answers another.
 
-The soft classes (can/cannot, safe/dangerous, acute/chronic, morning/night, target/normal:
+The soft classes (can/cannot, safe/dangerous, acute/chronic, target/normal:
 :data:`SOFT_CLASSES`) veto a candidate only when the two questions take opposite poles
 (:func:`soft_conflict`): "can I drink on metformin" and "is alcohol safe with metformin" stay
 paraphrases, "can I" and "why can't I" do not.
+
+Equal keys are necessary, not sufficient: :mod:`core.cache.content` then refuses a candidate
+whose question has a content word the other lacks or names other question-type cues (issue 15b).
 """
 
 from __future__ import annotations
