@@ -103,3 +103,14 @@ def test_good_alone_leaves_the_key_but_bad_does_not():
 ])
 def test_a_negation_on_one_side_is_a_conflict(a, b):
     assert content_conflict(words(a), words(b))
+
+
+def test_age_words_are_groups_and_only_words():
+    assert not content_conflict(words("whats the ibuprofen dose for kids"),
+                                words("children's ibuprofen dosage"))
+    assert content_conflict(words("ibuprofen dose for a child"), words("ibuprofen dose for a baby"))
+    assert "agechild" not in words("애드빌 먹고 술 마셔도 되나요?")  # 애드빌 is no child
+
+
+def test_a_use_question_is_not_a_side_effect_question():
+    assert cue_conflict(qtype_cues("천식 흡입기 부작용 있어요?"), qtype_cues("천식 흡입기 사용법 알려주세요"))

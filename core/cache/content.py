@@ -45,7 +45,9 @@ really actually exactly generally common commonly
 정말 진짜 보통 일반 일반적 정도 경우 때 법 방법 종류 시기 대상 수치 범위 기준 정상 알려 알려줘
 알려주세요 궁금 궁금해요 있나요 있어요 있습니까 되나요 돼요 해요 하나요 인가요 건가요 거예요 뭐예요 뭐에요
 며칠 오래 마시 마셔 마셔도 마시면 맞으 맞으면 맞아도 맞고 먹여 먹여야 을까 ㄹ까 한테 에게
-read reading form forms daily nightly
+read reading form forms daily nightly soon quickly minute minutes hour hours proper properly
+correct correctly right medicine medicines medication medications meds pill pills drug drugs
+약 제대로 대처 대처법 섭취 섭취량 권장 권장량
 """.split())
 """Frame words the training frames lack (function words, "level", "range", "방법", ...)."""
 
@@ -55,14 +57,15 @@ _KO_ENDINGS = tuple(sorted("""
 이 가 을 를 에 도 만 로 의 와 과 랑 요 면 고
 """.split(), key=len, reverse=True))
 ONE_SYLLABLE_NOUNS = frozenset("""
-팔 발 손 눈 귀 코 입 목 배 간 위 폐 뼈 피 털 혀 뇌 턱 약 술 물 밥 빵 떡 잠 열 암 땀 침 젖 꿀 콩 쌀 죽 귤 굴
+팔 발 손 눈 귀 코 입 목 배 간 위 폐 뼈 피 털 혀 뇌 턱 술 물 밥 빵 떡 잠 열 암 땀 침 젖 꿀 콩 쌀 죽 귤 굴
 """.split())
 """One-syllable Korean nouns (body parts, foods, "열" fever, "암" cancer): content words. Any
 other single syllable left over is a fragment of an ending or particle once a key word
 before it was removed ("빠지" -> "지"), so it is frame."""
 
 _AGE_GROUPS = {
-    "agechild": (r"\bchild(?:ren)?'?s?\b", r"\bkids?\b", r"어린이", r"아이", r"소아", r"애들?"),
+    "agechild": (r"\bchild(?:ren)?'?s?\b", r"\bkids?\b", r"어린이", r"소아",
+                 r"아이(?:들)?(?=$|[^가-힣]|[가는를도한랑의에])"),
     "ageinfant": (r"\binfants?\b", r"\bbab(?:y|ies)\b", r"\bnewborns?\b", r"아기", r"영아",
                   r"신생아", r"갓난"),
     "ageteen": (r"\bteen\w*", r"\badolescen\w*", r"청소년"),
@@ -210,7 +213,7 @@ def _typo(a: str, b: str, least: int = 5) -> bool:
 
 
 def _explained(word: str, other: tuple[str, ...], other_joined: str) -> bool:
-    if len(word) >= 2 and word in other_joined:
+    if word in other_joined and (len(word) >= 2 or _HANGUL.search(word)):
         return True  # same stem, or written with/without spaces ("공복혈당")
     for o in other:
         if o == word or (len(o) >= 2 and o in word):
@@ -241,7 +244,7 @@ def content_conflict(a: tuple[str, ...], b: tuple[str, ...],
 
 
 QTYPE_CUES: dict[str, tuple[str, ...]] = {
-    "side_effects": (r"side[\s-]?effects?", r"adverse", r"부작용"),
+    "side_effects": (r"side[\s-]?ef+e?cts?", r"adverse", r"부작용"),
     "withdrawal": (r"withdrawal", r"금단"),
     "dosage": (r"\bdos(?:e|es|age|ing)\b", r"용량", r"복용량"),
     "interactions": (r"interact\w*", r"\btogether\b", r"같이\s?(?:먹|복용|마시)",
@@ -259,6 +262,9 @@ QTYPE_CUES: dict[str, tuple[str, ...]] = {
                   r"옮", r"감염되"),
     "inheritance": (r"inherit\w*", r"hereditary", r"genetic", r"유전"),
     "stages": (r"\bstages?\b", r"단계", r"병기"),
+    "usage": (r"사용\s?법", r"사용\s?방법", r"쓰는\s?법", r"먹는\s?법", r"복용\s?법",
+              r"복용\s?방법", r"how (?:do i|to|should i|do you) (?:use|take)\b",
+              r"\binstructions?\b"),
     "duration": (r"how long", r"\blast(?:s|ing)?\b", r"며칠", r"얼마나\s?(?:가|오래)", r"기간"),
     "frequency": (r"how common", r"how many people", r"유병률"),
 }

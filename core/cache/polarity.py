@@ -26,7 +26,7 @@ CONTRASTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "valence": ((r"\bgood\b", r"\bbest\b", r"\bhealthy\b", r"\bhealthier\b", r"\bbeneficial\b",
                  r"\bhelpful\b", r"\bhelps?\b", r"\brecommended\b", r"\bshould eat\b", r"좋은",
                  r"좋아요", r"좋나요", r"좋을", r"좋다", r"이로운", r"도움", r"권장"),
-                (r"\bbad\b", r"\bworst\b", r"\bunhealthy\b", r"\bavoid\b", r"\bharmful\b",
+                (r"\bbad\b", r"\bworst\b", r"\bunhealthy\b", r"\bavoid\b(?! getting)(?! catching)", r"\bharmful\b",
                  r"\bshould(?: not|n'?t) eat\b", r"\bnot eat\b", r"\bstay away\b",
                  r"\bworse\w*", r"\bworsen\w*", r"나쁜",
                  r"나빠", r"나쁘", r"안 ?좋", r"해로운", r"해롭", r"피해야", r"피할", r"금지",
