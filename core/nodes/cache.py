@@ -62,16 +62,16 @@ _CONTENT_MEMO: OrderedDict[tuple[str, str], tuple] = OrderedDict()
 _CONTENT_MEMO_SIZE = 2048  # question texts; a cached entry's words are read once per process
 
 
-def question_content(text: str, lang: str, svc: Services) -> tuple:
+def question_content(text: str, lang: str, svc: Services, slots=None) -> tuple:  # noqa: ANN001
     """(content words, question-type cues, all stems) of a question
     (:mod:`core.cache.content`), with
     the extractor's concept names, the facet and the polarity cues removed
     (:func:`core.cache.key.key_spans`); remembered for the last 2,048 texts (the extractor
-    costs about 0.1–0.4 ms)."""
+    costs about 0.1–0.4 ms; ``slots``: the turn's own extraction of ``text``, when known)."""
     memo_key = (text, lang)
     found = _CONTENT_MEMO.get(memo_key)
     if found is None:
-        slots = svc.extractor.extract(text, lang)
+        slots = slots if slots is not None else svc.extractor.extract(text, lang)
         spans = key_spans(text, slots.concepts)
         matched = [c.matched for c in slots.concepts if getattr(c, "matched", "")]
         found = (content_words(text, spans), qtype_cues(text, matched), all_stems(text))
@@ -90,7 +90,9 @@ def screen_content(state: AgentState, svc: Services, cands: list[CacheCandidate]
     """The candidates whose question leaves no content word of either side unexplained
     (:func:`core.cache.content.content_conflict`) and names no other question-type cues
     (:func:`core.cache.content.cue_conflict`); exact-text matches always pass."""
-    mine = question_content(state["question"], state["lang"], svc)
+    if all(c.kind == "exact" or c.question is None for c in cands):
+        return cands
+    mine = question_content(state["question"], state["lang"], svc, state.get("slots"))
     return [c for c in cands if c.kind == "exact" or c.question is None
             or _agree(mine, question_content(c.question, state["lang"], svc))]
 
