@@ -114,3 +114,13 @@ def test_age_words_are_groups_and_only_words():
 
 def test_a_use_question_is_not_a_side_effect_question():
     assert cue_conflict(qtype_cues("천식 흡입기 부작용 있어요?"), qtype_cues("천식 흡입기 사용법 알려주세요"))
+
+
+@pytest.mark.parametrize("a,b", [("대장암 증상", "대장염 증상"), ("위궤양 치료", "위경련 치료"),
+                                 ("유방암 검사", "유방염 검사")])
+def test_korean_nouns_sharing_two_syllables_are_different_words(a, b):
+    assert content_conflict(words(a), words(b))
+
+
+def test_korean_verb_forms_of_one_stem_agree():
+    assert not content_conflict(words("혈압약 먹으면 어지러워요?"), words("혈압약 복용하면 어지러울 수 있나요?"))

@@ -115,11 +115,25 @@ def frame_words() -> frozenset[str]:
     return frozenset(words)
 
 
+_ENDING_SYLLABLES = frozenset("아어여워와해했하한할함돼되된될됨지진질져졌고게서면니나냐요죠은는을를운울온올인일임기음야도만까랑며려라")
+"""Syllables that end Korean verb and adjective forms (and particles): "어지러워" and
+"어지러울", "먹여야" and "먹어야" share their stem once these are dropped; "대장암" and
+"대장염", "고혈압" and "고혈당" do not."""
+
+
+def _korean_core(word: str) -> str:
+    """``word`` without up to three trailing :data:`_ENDING_SYLLABLES` (one syllable kept)."""
+    for _ in range(3):
+        if len(word) > 1 and word[-1] in _ENDING_SYLLABLES:
+            word = word[:-1]
+    return word
+
+
 @lru_cache(maxsize=1)
-def _frame_prefixes() -> frozenset[str]:
-    """First two syllables of the Korean frame words (``먹으면`` -> ``먹으``): conjugated
-    frame verbs share them."""
-    return frozenset(w[:2] for w in frame_words() if re.fullmatch(r"[가-힣]{2,}", w))
+def _frame_cores() -> frozenset[str]:
+    """:func:`_korean_core` of the Korean frame words (``먹으면`` -> ``먹으``): conjugated
+    frame verbs share it."""
+    return frozenset(_korean_core(w) for w in frame_words() if re.fullmatch(r"[가-힣]{2,}", w))
 
 
 @lru_cache(maxsize=1)
@@ -162,7 +176,7 @@ def _is_frame(tok: str) -> bool:
         return stem not in ONE_SYLLABLE_NOUNS
     if tok in frame_words() or stem in frame_words() or tok in _KO_ENDINGS:
         return True  # a particle left alone once a concept name before it was removed
-    if bool(re.fullmatch(r"[가-힣]{2,}", stem)) and stem[:2] in _frame_prefixes():
+    if bool(re.fullmatch(r"[가-힣]{2,}", stem)) and _korean_core(stem) in _frame_cores():
         return True
     return _frame_typo(tok)
 
@@ -220,7 +234,7 @@ def _explained(word: str, other: tuple[str, ...], other_joined: str) -> bool:
             return True
         if _LATIN.fullmatch(word) and _LATIN.fullmatch(o) and _typo(word, o):
             return True
-        if _HANGUL.search(word) and len(word) >= 2 and len(o) >= 2 and word[:2] == o[:2]:
+        if _HANGUL.search(word) and _HANGUL.search(o) and _korean_core(word) == _korean_core(o):
             return True  # a conjugated form of the same Korean stem
     return False
 
