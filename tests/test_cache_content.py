@@ -124,3 +124,8 @@ def test_korean_nouns_sharing_two_syllables_are_different_words(a, b):
 
 def test_korean_verb_forms_of_one_stem_agree():
     assert not content_conflict(words("혈압약 먹으면 어지러워요?"), words("혈압약 복용하면 어지러울 수 있나요?"))
+
+
+def test_a_compound_is_not_explained_by_its_first_part():
+    assert content_conflict(words("대장 검사"), words("대장내시경 검사"))
+    assert not content_conflict(words("공복 혈당 수치"), words("공복혈당 수치"))

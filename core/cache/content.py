@@ -12,8 +12,8 @@ matched, facet cues, polarity cues: already compared, so removed here), the ques
 ("what are the", "먹어도 되나요", "side effects": the question-type classifier's job, so
 removed), and *content*: everything else. A cached answer may serve a new question only when
 every content word of each side is explained by the other side: the same word, the same stem
-(Korean particles and endings stripped; an English word and its inflection), a one-letter typo,
-or a part of the other side's text written with or without spaces ("공복혈당" / "공복 혈당").
+(Korean particles and verb endings stripped; an English word and its inflection), a one-letter
+typo, or the same compound written with or without spaces ("공복혈당" / "공복 혈당").
 
 The frame vocabulary is the words of the question-type training frames
 (``core/data/qtype_frames.jsonl``, the team's Korean and English templates with the concept
@@ -226,24 +226,32 @@ def _typo(a: str, b: str, least: int = 5) -> bool:
     return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
 
 
-def _explained(word: str, other: tuple[str, ...], other_joined: str) -> bool:
-    if word in other_joined and (len(word) >= 2 or _HANGUL.search(word)):
-        return True  # same stem, or written with/without spaces ("공복혈당")
+def _compound_part(word: str, o: str) -> bool:
+    """``word`` begins or ends the Korean compound ``o`` with at least two syllables of ``o``
+    left over ("공복" in "공복혈당"; not "대장" in "대장암", whose one-syllable rest changes
+    the meaning)."""
+    return (len(word) >= 2 and len(o) - len(word) >= 2 and bool(_HANGUL.search(word))
+            and (o.startswith(word) or o.endswith(word)))
+
+
+def _explained(word: str, other: tuple[str, ...], compounds: frozenset[str]) -> bool:
+    if word in other or word in compounds:
+        return True  # the same stem, or the other side writes it with spaces ("공복 혈당")
     for o in other:
-        if o == word or (len(o) >= 2 and o in word):
-            return True
         if _LATIN.fullmatch(word) and _LATIN.fullmatch(o) and _typo(word, o):
             return True
         if _HANGUL.search(word) and _HANGUL.search(o) and _korean_core(word) == _korean_core(o):
             return True  # a conjugated form of the same Korean stem
+        if _compound_part(word, o):
+            return True
     return False
 
 
 def unexplained(a: tuple[str, ...], b: tuple[str, ...]) -> list[str]:
     """Words of ``a`` that ``b`` does not explain (see the module docstring); ``b`` may be
     the other question's content words or all its stems (:func:`all_stems`)."""
-    joined = "".join(b)
-    return [w for w in a if not _explained(w, b, joined)]
+    compounds = frozenset("".join(b[i:i + n]) for n in (2, 3) for i in range(len(b) - n + 1))
+    return [w for w in a if not _explained(w, b, compounds)]
 
 
 def content_conflict(a: tuple[str, ...], b: tuple[str, ...],
