@@ -8,7 +8,14 @@ from types import SimpleNamespace
 import pytest
 
 from core.cache.content import content_conflict, content_words, cue_conflict, qtype_cues
-from core.cache.key import build_key, concept_part, key_spans, numbers_part, polarity_parts
+from core.cache.key import (
+    build_key,
+    concept_part,
+    key_spans,
+    numbers_part,
+    polarity_parts,
+    soft_conflict,
+)
 
 
 def concept(cui, matched="", status="topic"):
@@ -129,3 +136,12 @@ def test_korean_verb_forms_of_one_stem_agree():
 def test_a_compound_is_not_explained_by_its_first_part():
     assert content_conflict(words("대장 검사"), words("대장내시경 검사"))
     assert not content_conflict(words("공복 혈당 수치"), words("공복혈당 수치"))
+
+
+@pytest.mark.parametrize("a,b", [("maximum dose of tylenol", "minimum dose of tylenol"),
+                                 ("타이레놀 최대 용량", "타이레놀 최소 용량"),
+                                 ("early symptoms of dementia", "late symptoms of dementia"),
+                                 ("pain in my left arm", "pain in my right arm")])
+def test_contrast_words_of_the_frame_are_polarity(a, b):
+    (ha, sa), (hb, sb) = polarity_parts(a, []), polarity_parts(b, [])
+    assert ha != hb or soft_conflict(sa, sb)

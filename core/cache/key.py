@@ -44,7 +44,8 @@ chose 0.94 on the team/MedQuAD tuning half, where no negative without concepts p
 at any cosine; 0.90 keeps a margin over the 0.85 floor of keys with concepts); the flag
 ``cache_similarity_threshold`` applies to keys with concepts."""
 
-SOFT_CLASSES = frozenset({"modality", "safety", "course", "reference"})
+SOFT_CLASSES = frozenset({"modality", "safety", "course", "reference", "extreme", "side",
+                          "phase"})
 """Contrast classes that veto only on opposite poles (can/cannot, safe/dangerous, ...); a cue
 on one side only is no conflict, since paraphrases add such words freely ("is it safe to" /
 "can I"). The other classes (good/bad, before/after, increase/decrease, start/stop, sex, age,
@@ -55,6 +56,8 @@ pairs, making good/bad, before/after and increase/decrease soft as well let 8 mo
 hit and no more negatives; on the blind pairs' first look it let 8 of 74 polarity negatives
 through, so they stay hard (precision first). ``day_time`` (morning/night) is hard too since
 issue 15b: "before meals" and "before bed" share the ``timing`` pole and differ only there.
+Soft since issue 15b: maximum/minimum, left/right, early/late (words the frame list holds, so
+only polarity can tell "maximum dose" from "minimum dose").
 
 One pole is dropped from the key: ``valence=a`` alone ("good", "best", "recommended"):
 "what to eat with gout" and "good foods for gout" ask the same, while "foods to avoid" (``b``)
