@@ -145,3 +145,9 @@ def test_a_compound_is_not_explained_by_its_first_part():
 def test_contrast_words_of_the_frame_are_polarity(a, b):
     (ha, sa), (hb, sb) = polarity_parts(a, []), polarity_parts(b, [])
     assert ha != hb or soft_conflict(sa, sb)
+
+
+@pytest.mark.parametrize("a,b", [("리시노프릴 먹으면 두통 생기나요?", "리시노프릴 먹으면 기침 나요?"),
+                                 ("Does metformin damage the kidneys?", "Does metformin damage the liver?")])
+def test_content_nouns_of_the_training_frames_stay_content(a, b):
+    assert content_conflict(words(a), words(b))
