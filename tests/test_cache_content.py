@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.cache.content import content_conflict, content_words, cue_conflict, qtype_cues
+from core.cache.content import content_conflict, content_words
+from core.cache.cues import cue_conflict, qtype_cues
 from core.cache.key import (
     build_key,
     concept_part,
