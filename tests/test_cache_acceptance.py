@@ -111,3 +111,13 @@ def test_stats_show_what_hits_saved(agent):
     assert stats["cache_hits"] == 1
     assert stats["cache_saved"]["ms"] > 0
     assert stats["cache_saved"]["tokens"] == 0  # the offline generator spends no LLM tokens
+
+
+def test_a_content_word_outside_the_key_makes_a_miss(agent):
+    """Same key (concepts, question type, polarity, numbers), one content word apart: the
+    content veto refuses what no cosine threshold could (issue 15b)."""
+    stored = "How long does it take to recover from a broken arm?"
+    first(agent, stored)
+    reply = ask(agent, "key:second", "How long does it take to recover from a broken hip?", **LOW)
+    assert reply.trace["cache_hit"] is None and "retrieve" in nodes(reply)
+    assert cached(agent, stored).struct_key == reply.trace["cache_key"]["digest"]

@@ -306,6 +306,7 @@ def test_accepted_maps_issue_3_labels():
 
 # -- the gate in the graph ---------------------------------------------------------------------
 from core.messages import InboundMessage  # noqa: E402
+from core.qtype import forget_vectors  # noqa: E402
 from core.safety.second_opinion import SYSTEM, parse  # noqa: E402
 from tests.conftest import make_settings  # noqa: E402
 from bot.bench.fake_llm import FakeOpenAIServer  # noqa: E402
@@ -402,6 +403,7 @@ def test_the_question_is_embedded_once_and_slots_extracted_once(agent, monkeypat
     monkeypatch.setattr(agent.services.extractor, "extract",
                         lambda t, lang, use_medcat=True: calls.append(t) or real_extract(t, lang, use_medcat))
     q = "메트포르민 부작용이 뭔가요?"
+    forget_vectors()  # an earlier test's turn may have left its vector for reuse (issue 15b)
     reply = agent.handle(InboundMessage(user_id="t:once", text=q, flags={"self_refine_enabled": False}))
     assert seen.count(q) == 1 and calls == [q]
     assert reply.trace["nodes"][0]["node"] == "triage" and reply.trace["triage"]["p_emergency"] is not None

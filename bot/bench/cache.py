@@ -165,7 +165,7 @@ class _Probe:
         """Store ``a``, look up ``b`` (another user), remove ``a``."""
         from dataclasses import asdict
 
-        from core.nodes.cache import cache_key, select_hit
+        from core.nodes.cache import cache_key, screen_content, select_hit
         from core.text import question_key
         from storage.models import CacheEntry
 
@@ -179,6 +179,7 @@ class _Probe:
             soft_polarity=ka.soft, numbers=ka.numbers), sa["question_vec"])
         try:
             cands = self.svc.cache.lookup(question_key(pair["b"]), sb["question_vec"], -1.0, key=kb)
+            cands = screen_content(sb, self.svc, cands)
             hit = select_hit({**sb, "cache_candidates": [asdict(c) for c in cands]})
         finally:
             self.svc.cache.remove([entry_id])
@@ -236,7 +237,7 @@ def replay_hit_rate(probe: _Probe, questions: list[str], t: float, te: float) ->
     stores its (shared) entry, a hit counts. Returns hit rate and counts."""
     from dataclasses import asdict
 
-    from core.nodes.cache import cache_key, select_hit
+    from core.nodes.cache import cache_key, screen_content, select_hit
     from core.text import question_key
     from storage.models import CacheEntry
 
@@ -247,7 +248,8 @@ def replay_hit_rate(probe: _Probe, questions: list[str], t: float, te: float) ->
     for i, q in enumerate(order):
         st = probe.state(q, f"replay:{i}")
         key = cache_key(st, probe.svc, st["question_vec"])
-        cands = probe.svc.cache.lookup(question_key(q), st["question_vec"], -1.0, key=key)
+        cands = screen_content(st, probe.svc, probe.svc.cache.lookup(
+            question_key(q), st["question_vec"], -1.0, key=key))
         need = t if key.concepts else max(t, te)  # as core.cache.key.threshold_for
         cands = [c for c in cands if c.kind == "exact" or c.similarity >= need]
         if select_hit({**st, "cache_candidates": [asdict(c) for c in cands]}):

@@ -18,9 +18,10 @@ FACETS: dict[str, tuple[str, ...]] = {
     # lab tests and vital signs (the extractor's measurement keys, named without a value)
     "lab:hba1c": (r"hba1c", r"\ba1c\b", r"당화\s*혈색소", r"glycated h(a)?emoglobin"),
     "lab:glucose": (r"blood (?:sugar|glucose)", r"\bglucose\b", r"혈당", r"sugar level"),
-    "lab:ldl": (r"\bldl\b", r"bad cholesterol", r"나쁜 콜레스테롤"),
-    "lab:hdl": (r"\bhdl\b", r"good cholesterol", r"좋은 콜레스테롤"),
-    "lab:cholesterol": (r"(?<!ldl )(?<!hdl )cholesterol", r"(?<!ldl )(?<!hdl )콜레스테롤"),
+    "lab:ldl": (r"\bldl(?:\s?cholesterol|\s?콜레스테롤)?", r"bad cholesterol", r"나쁜\s?콜레스테롤"),
+    "lab:hdl": (r"\bhdl(?:\s?cholesterol|\s?콜레스테롤)?", r"good cholesterol", r"좋은\s?콜레스테롤"),
+    "lab:cholesterol": (r"(?<!ldl )(?<!hdl )(?<!ldl)(?<!hdl)(?<!bad )(?<!good )cholesterol",
+                        r"(?<!ldl )(?<!hdl )(?<!ldl)(?<!hdl)(?<!나쁜 )(?<!좋은 )(?<!나쁜)(?<!좋은)콜레스테롤"),
     "lab:triglycerides": (r"triglycerides?", r"중성\s*지방"),
     "lab:blood_pressure": (r"blood pressure", r"\bbp\b", r"혈압"),
     "lab:heart_rate": (r"heart rate", r"\bpulse\b", r"심박", r"맥박"),
@@ -73,3 +74,12 @@ def facets(text: str) -> list[str]:
     """Sorted facet ids named in ``text`` (NFKC, case-folded here)."""
     norm = unicodedata.normalize("NFKC", text).casefold()
     return sorted(name for name, rx in _compiled().items() if rx.search(norm))
+
+
+def facet_spans(text: str, prefix: str = "") -> list[str]:
+    """The substrings of ``text`` (NFKC, case-folded) that named a facet whose id starts with
+    ``prefix`` (``"lab:"``: lab tests only): the words the key's concept part already compares
+    (:mod:`core.cache.content` removes them)."""
+    norm = unicodedata.normalize("NFKC", text).casefold()
+    return [m.group(0) for name, rx in _compiled().items() if name.startswith(prefix)
+            for m in rx.finditer(norm)]

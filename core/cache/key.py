@@ -11,16 +11,19 @@ when all of these are equal; the embedding threshold then applies within that ca
 - ``qtype``: :func:`core.qtype.classify_question` (side effects vs dosage vs interactions);
 - ``lang``: the answer's language;
 - ``polarity``: the hard contrast classes of :mod:`core.cache.polarity` (good/bad,
-  before/after, increase/decrease, start/stop, women/men, children/elderly,
-  pregnancy/breastfeeding), read from the text with the concepts' own words removed ("high
-  blood pressure" names a condition, not a direction);
+  before/after, increase/decrease, more/less, start/stop, morning/night, women/men,
+  children/elderly, pregnancy/breastfeeding), read from the text with the concepts' own words
+  removed ("high blood pressure" names a condition, not a direction);
 - ``numbers``: the numbers the question states (``LDL 190`` vs ``LDL 130``), so a cached
   reading of one value never answers another.
 
-The soft classes (can/cannot, safe/dangerous, acute/chronic, morning/night, target/normal:
+The soft classes (can/cannot, safe/dangerous, acute/chronic, target/normal:
 :data:`SOFT_CLASSES`) veto a candidate only when the two questions take opposite poles
 (:func:`soft_conflict`): "can I drink on metformin" and "is alcohol safe with metformin" stay
 paraphrases, "can I" and "why can't I" do not.
+
+Equal keys are necessary, not sufficient: :mod:`core.cache.content` then refuses a candidate
+whose question has a content word the other lacks or names other question-type cues (issue 15b).
 """
 
 from __future__ import annotations
@@ -29,16 +32,20 @@ import hashlib
 import re
 from dataclasses import asdict, dataclass
 
-from core.cache.facets import facets
-from core.cache.polarity import polarity
+from core.cache.facets import facet_spans, facets
+from core.cache.polarity import polarity, polarity_spans
 
-EMPTY_CONCEPT_THRESHOLD = 0.975
+EMPTY_CONCEPT_THRESHOLD = 0.90
 """Cosine threshold for a question whose key has no concept: its candidate set says nothing
 about the topic (a rare disease outside the concept table, "what is this rash"), so the
-embedding must carry it. Chosen by ``medbot bench cache`` on the tuning half (README,
-"Response cache"); the flag ``cache_similarity_threshold`` applies to keys with concepts."""
+embedding must carry more of it; the content-word veto (:mod:`core.cache.content`) refuses a
+different disease name outright. Chosen on the tuning data (issue 15b: ``medbot bench cache``
+chose 0.94 on the team/MedQuAD tuning half, where no negative without concepts passed the veto
+at any cosine; 0.90 keeps a margin over the 0.85 floor of keys with concepts); the flag
+``cache_similarity_threshold`` applies to keys with concepts."""
 
-SOFT_CLASSES = frozenset({"modality", "safety", "course", "day_time", "reference"})
+SOFT_CLASSES = frozenset({"modality", "safety", "course", "reference", "extreme", "side",
+                          "phase"})
 """Contrast classes that veto only on opposite poles (can/cannot, safe/dangerous, ...); a cue
 on one side only is no conflict, since paraphrases add such words freely ("is it safe to" /
 "can I"). The other classes (good/bad, before/after, increase/decrease, start/stop, sex, age,
@@ -47,7 +54,14 @@ should I eat with gout" vs "what should I avoid with gout", "side effects of met
 "... of stopping metformin"). Measured (docs/benchmarks.md, "Response cache"): on the team
 pairs, making good/bad, before/after and increase/decrease soft as well let 8 more paraphrases
 hit and no more negatives; on the blind pairs' first look it let 8 of 74 polarity negatives
-through, so they stay hard (precision first)."""
+through, so they stay hard (precision first). ``day_time`` (morning/night) is hard too since
+issue 15b: "before meals" and "before bed" share the ``timing`` pole and differ only there.
+Soft since issue 15b: maximum/minimum, left/right, early/late (words the frame list holds, so
+only polarity can tell "maximum dose" from "minimum dose").
+
+One pole is dropped from the key: ``valence=a`` alone ("good", "best", "recommended"):
+"what to eat with gout" and "good foods for gout" ask the same, while "foods to avoid" (``b``)
+still differs from both (issue 15b dev pairs: 5 of 140 paraphrases missed only on it)."""
 
 _NUMBER = re.compile(r"(?<![A-Za-z\d.])(\d+(?:[.,]\d+)?)")
 
@@ -79,18 +93,25 @@ class CacheKey:
         return {**asdict(self), "digest": self.digest}
 
 
-STATUS_CLASS = {"topic": "pos", "active": "pos", "uncertain": "pos"}
+STATUS_CLASS = {"topic": "pos", "active": "pos", "uncertain": "pos", "family": "pos"}
 """Statuses that a question does not tell apart: "metformin side effects?" (topic), "I take
 metformin, side effects?" (active) and "could it be diabetes?" (uncertain) ask about the same
 thing, and ConText assigns them inconsistently across paraphrases (team calibration pairs:
-28 of 104 paraphrases differed only there). ``negated``, ``family`` and ``stopped`` stay apart."""
+28 of 104 paraphrases differed only there). ``family`` joins them (issue 15b): ConText reads
+"for kids" / "아이한테" as a family cue, and who is asked about is the ``age``/``sex`` polarity's
+job. ``negated`` and ``stopped`` stay apart."""
 
 
 def concept_part(concepts, text: str = "") -> str:  # noqa: ANN001 (list of Concept)
     """``CUI:status class`` of each concept and the facets of ``text`` (lab tests, lifestyle
-    factors: :mod:`core.cache.facets`), sorted and de-duplicated, ``|``-joined."""
+    factors: :mod:`core.cache.facets`), sorted and de-duplicated, ``|``-joined.
+
+    Facets are read with the concepts' own words removed: in "high blood pressure" the words
+    "blood pressure" belong to the concept hypertension and name no separate lab facet, so
+    "treatment of high blood pressure" and "treatment of hypertension" agree (issue 15b)."""
     items = {f"{c.cui}:{STATUS_CLASS.get(c.status, c.status)}" for c in concepts}
-    return "|".join(sorted(items | set(facets(text))))
+    words = [c.matched for c in concepts if getattr(c, "matched", "")]
+    return "|".join(sorted(items | set(facets(_without(text, words)))))
 
 
 _EN_NUMERALS = {"once": "1", "twice": "2", "thrice": "3", "one": "1", "two": "2", "three": "3",
@@ -109,13 +130,17 @@ def _numerals_to_digits(text: str) -> str:
     return _KO_NUM.sub(lambda m: f" {_KO_NUMERALS[m.group(1)]} ", text)
 
 
+_NAMED_NUMBERS = re.compile(r"(covid|코로나|sars-cov)[\s-]?(?:19|2)\b", re.I)
+"""Numbers that are part of a name ("COVID-19", "코로나19"), not a stated value."""
+
+
 def numbers_part(text: str) -> str:
     """The numbers of ``text``, numerals in words included (``twice``, ``two``, ``두 알``,
     ``하루 한 번``), with ``,`` as decimal point and trailing zeros dropped, sorted and
     ``|``-joined: ``"LDL 190, HbA1c 7.50%"`` -> ``"190|7.5"``. Digits inside words
     (``HbA1c``, ``B12``) are not numbers."""
     vals = []
-    for m in _NUMBER.finditer(_numerals_to_digits(text)):
+    for m in _NUMBER.finditer(_numerals_to_digits(_NAMED_NUMBERS.sub(r"\1 ", text))):
         v = m.group(1).replace(",", ".")
         if "." in v:
             v = v.rstrip("0").rstrip(".")
@@ -130,8 +155,13 @@ def _without(text: str, spans: list[str]) -> str:
 
 
 def polarity_parts(text: str, concept_words: list[str]) -> tuple[str, str]:
-    """(hard, soft) canonical polarity strings of ``text`` with ``concept_words`` removed."""
-    found = polarity(_without(text, concept_words))
+    """(hard, soft) canonical polarity strings of ``text`` with ``concept_words`` and the lab
+    tests' names removed ("good cholesterol" is HDL, not a valence)."""
+    found = polarity(_without(text, concept_words + facet_spans(text, "lab:")))
+    if found.get("valence") == "a":
+        del found["valence"]
+    if found.get("pregnancy") == "a" and found.get("sex") == "a":
+        del found["sex"]  # "pregnant women": pregnancy says it
     hard = ";".join(f"{k}={v}" for k, v in sorted(found.items()) if k not in SOFT_CLASSES)
     soft = ";".join(f"{k}={v}" for k, v in sorted(found.items()) if k in SOFT_CLASSES)
     return hard, soft
@@ -149,8 +179,16 @@ def build_key(text: str, lang: str, concepts, qtype: str) -> CacheKey:  # noqa: 
     """
     words = [c.matched for c in concepts if getattr(c, "matched", "")]
     hard, soft = polarity_parts(text, words)
+    named = _NAMED_NUMBERS.sub(r"\1 ", text)  # "covid-19": the name stays, the 19 goes
     return CacheKey(concept_part(concepts, text), qtype, lang, hard,
-                    numbers_part(_without(text, words)), soft)
+                    numbers_part(_without(named, words)), soft)
+
+
+def key_spans(text: str, concepts) -> list[str]:  # noqa: ANN001 (list of Concept)
+    """The words of ``text`` the key already compares: the concepts' matched names, the facet
+    cues and the polarity cues (removed before :func:`core.cache.content.content_words`)."""
+    words = [c.matched for c in concepts if getattr(c, "matched", "")]
+    return words + facet_spans(text) + polarity_spans(text)
 
 
 def threshold_for(key: CacheKey, flag_threshold: float) -> float:

@@ -2,6 +2,7 @@
 
 Two questions about the same concepts with the same question type can still need opposite
 answers: "good foods for gout" / "foods to avoid with gout", "before meals" / "after meals",
+"too much" / "not enough",
 "raise HDL" / "lower LDL", "can I" / "can't I", "safe" / "dangerous", "in women" / "in men".
 An embedding places such pairs very close (issue 2's calibration); here each contrast class
 is read from the words, and the cache serves an answer only when every class has the same
@@ -25,30 +26,47 @@ CONTRASTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "valence": ((r"\bgood\b", r"\bbest\b", r"\bhealthy\b", r"\bhealthier\b", r"\bbeneficial\b",
                  r"\bhelpful\b", r"\bhelps?\b", r"\brecommended\b", r"\bshould eat\b", r"좋은",
                  r"좋아요", r"좋나요", r"좋을", r"좋다", r"이로운", r"도움", r"권장"),
-                (r"\bbad\b", r"\bworst\b", r"\bunhealthy\b", r"\bavoid\b", r"\bharmful\b",
-                 r"\bshould(?: not|n'?t) eat\b", r"\bnot eat\b", r"\bstay away\b", r"나쁜",
+                (r"\bbad\b", r"\bworst\b", r"\bunhealthy\b", r"\bavoid\b(?! getting)(?! catching)", r"\bharmful\b",
+                 r"\bshould(?: not|n'?t) eat\b", r"\bnot eat\b", r"\bstay away\b",
+                 r"\bworse\w*", r"\bworsen\w*", r"나쁜",
                  r"나빠", r"나쁘", r"안 ?좋", r"해로운", r"해롭", r"피해야", r"피할", r"금지",
                  r"삼가")),
     "timing": ((r"\bbefore\b", r"\bprior to\b", r"\bempty stomach\b", r"\bfasting\b", r"전에",
-                r"식전", r"공복", r"\S전\b"),
+                r"식전", r"공복", r"(?<=\S)전\b", r"(?<=\S)\s전\b"),
                (r"\bafter\b", r"\bfollowing\b", r"\bwith (?:food|meals?)\b", r"후에", r"식후",
-                r"\S후\b", r"다음에")),
+                r"(?<=\S)후\b", r"(?<=\S)\s후\b", r"다음에")),
     "direction": ((r"\bincreas\w*", r"\braise\w*", r"\bboost\w*", r"\bhigher\b", r"\bhigh\b",
                    r"\brais(?:e|ing)\b", r"\bgo(?:es)? up\b", r"\bup\b", r"높이", r"올리",
-                   r"올라", r"증가", r"높은", r"높아", r"높으", r"높나", r"높게", r"상승"),
+                   r"올라", r"증가", r"높은", r"높아", r"높으", r"높나", r"높게", r"상승",
+                   r"\bgain\w*", r"살\s?(?:이\s)?(?:찌|쪄|쪘)", r"늘리", r"늘려", r"늘어"),
                   (r"\bdecreas\w*", r"\blower\w*", r"\breduc\w*", r"\bdrop\w*", r"\blow\b",
                    r"\bgo(?:es)? down\b", r"\bdown\b", r"낮추", r"낮춰", r"내리", r"떨어",
-                   r"감소", r"낮은", r"낮아", r"낮으", r"낮게", r"줄이", r"줄여")),
+                   r"감소", r"낮은", r"낮아", r"낮으", r"낮게", r"줄이", r"줄여", r"줄어",
+                   r"\blos(?:e|es|ing|t)\b", r"\bweight loss\b",
+                   r"살\s?(?:이\s)?(?:빠|빼)")),
+    "quantity": ((r"\bmore\b", r"\btoo much\b", r"\bexcess\w*", r"\boverdos\w*", r"많이",
+                  r"많은", r"많으", r"과다", r"과량", r"과하"),
+                 (r"\bless\b", r"\bfewer\b", r"\btoo little\b", r"\bnot enough\b",
+                  r"\bdeficien\w*", r"적게", r"적은", r"적으", r"부족", r"결핍")),
+    "extreme": ((r"\bmax(?:imum|imal)?\b", r"\bhighest\b", r"\bupper limit\b", r"최대",
+                 r"최고", r"상한"),
+                (r"\bmin(?:imum|imal)?\b", r"\blowest\b", r"\blower limit\b", r"최소",
+                 r"최저", r"하한")),
+    "side": ((r"\bleft\b", r"왼쪽", r"좌측"), (r"\bright (?:side|arm|leg|eye|ear|hand|foot|chest)\b",
+                                              r"오른쪽", r"우측")),
+    "phase": ((r"\bearly\b", r"\binitial\b", r"초기", r"전조"),
+              (r"\blate\b", r"\badvanced\b", r"\bend[\s-]stage\b", r"말기")),
     "modality": ((r"\bcan\b", r"\bmay\b", r"\ballowed\b", r"\bok(?:ay)?\b", r"\bfine\b",
-                  r"되나요", r"돼요", r"될까요", r"되죠", r"가능"),
+                  r"되나요", r"돼요", r"될까요", r"되죠", r"되는", r"가능"),
                  (r"\bcan'?t\b", r"\bcannot\b", r"\bcan not\b", r"\bmustn'?t\b",
                   r"\bnot allowed\b", r"\bshouldn'?t\b", r"\bnever\b", r"안 ?되", r"안 ?돼",
                   r"못\s", r"불가", r"말아야")),
     "safety": ((r"\bsafe\b", r"\bsafely\b", r"\bharmless\b", r"안전", r"괜찮"),
                (r"\bdangerous\b", r"\bunsafe\b", r"\bnot safe\b", r"\brisky\b", r"\bdanger\b",
                 r"위험", r"해로", r"안전하지 않", r"괜찮지 않", r"안 괜찮")),
-    "start_stop": ((r"\bstart\w*", r"\bbegin\w*", r"시작"),
-                   (r"\bstop\w*", r"\bquit\w*", r"\bdiscontinu\w*", r"\bcome off\b", r"끊",
+    "start_stop": ((r"\bstart\w*(?! (?:to )?work)(?! kicking)", r"\bbegin\w*(?! to work)",
+                    r"시작"),
+                   (r"\bstop\w*", r"\bquit\w*", r"\bdiscontinu\w*", r"\bcome off\b", r"\bskip\w*", r"끊",
                     r"중단", r"그만")),
     "sex": ((r"\bwom[ae]n\b", r"\bfemales?\b", r"\bgirls?\b", r"여자", r"여성"),
             (r"\bm[ae]n\b", r"\bmales?\b", r"\bboys?\b", r"남자", r"남성")),
@@ -92,3 +110,17 @@ def polarity_key(text: str) -> str:
     """Canonical string of :func:`polarity` (``class=pole`` sorted, ``;``-joined; ``""`` for
     none): equal strings mean the same polarity on every class."""
     return ";".join(f"{k}={v}" for k, v in sorted(polarity(text).items()))
+
+
+SPAN_KEPT = frozenset({"age"})
+"""Classes whose cues stay content words: "아이" and "아기", "child" and "infant" share the
+``age`` pole but ask about different patients (a dose for an infant is not a child's)."""
+
+
+def polarity_spans(text: str) -> list[str]:
+    """The substrings of ``text`` (NFKC, case-folded) that are contrast cues of any class but
+    :data:`SPAN_KEPT`: the words the key's polarity parts already compare
+    (:mod:`core.cache.content` removes them)."""
+    norm = unicodedata.normalize("NFKC", text).casefold()
+    return [m.group(0) for name, (a, b) in _compiled().items() if name not in SPAN_KEPT
+            for rx in (b, a) for m in rx.finditer(norm)]

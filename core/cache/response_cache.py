@@ -35,6 +35,7 @@ class CacheCandidate:
     owner_user_id: str | None
     profile_fingerprint: str | None
     struct_key: str | None = None
+    question: str | None = None
 
 
 class ResponseCache:
@@ -103,7 +104,8 @@ class ResponseCache:
             return self._lookup_keyed(question_key, vec, threshold, limit, key)
         out: list[CacheCandidate] = []
         for e in self.repo.cache_by_key(question_key, self.embedder_name)[:limit]:
-            out.append(CacheCandidate(int(e.id), 1.0, "exact", e.owner_user_id, e.profile_fingerprint))
+            out.append(CacheCandidate(int(e.id), 1.0, "exact", e.owner_user_id,
+                                      e.profile_fingerprint, question=e.question))
         with self._lock:
             if self._index.ntotal == 0:
                 return out
@@ -115,7 +117,8 @@ class ResponseCache:
         for i, s in pairs:
             if i in entries:
                 e = entries[i]
-                out.append(CacheCandidate(i, s, "semantic", e.owner_user_id, e.profile_fingerprint))
+                out.append(CacheCandidate(i, s, "semantic", e.owner_user_id, e.profile_fingerprint,
+                                          question=e.question))
         return out
 
     def _lookup_keyed(self, question_key: str, vec: np.ndarray, threshold: float, limit: int,
@@ -130,12 +133,13 @@ class ResponseCache:
         entries = self.repo.cache_entries(ids)
         exact = [i for i in ids if i in entries and entries[i].question_key == question_key]
         out = [CacheCandidate(i, 1.0, "exact", entries[i].owner_user_id,
-                              entries[i].profile_fingerprint, key.digest)
+                              entries[i].profile_fingerprint, key.digest, entries[i].question)
                for i in sorted(exact, reverse=True)]
         ranked = sorted(((float(s), i) for s, i in zip(sims, ids)
                          if s >= threshold and i in entries and i not in exact), reverse=True)
         out += [CacheCandidate(i, s, "semantic", entries[i].owner_user_id,
-                               entries[i].profile_fingerprint, key.digest) for s, i in ranked]
+                               entries[i].profile_fingerprint, key.digest, entries[i].question)
+                for s, i in ranked]
         return out[:limit]
 
     def add(self, entry: CacheEntry, vec: np.ndarray) -> int:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from dataclasses import asdict
 from typing import Any
 
-from core.cache.key import CacheKey, build_key, threshold_for
+from core.cache.content import all_stems, content_conflict, content_words
+from core.cache.cues import cue_conflict, qtype_cues
+from core.cache.key import CacheKey, build_key, key_spans, threshold_for
 from core.cache.ownership import depends_on_asker, is_personal, personal_fingerprint
 from core.cache.response_cache import CacheCandidate, usable
 from core.cache.style import vary_style
@@ -50,6 +53,45 @@ def cache_key(state: AgentState, svc: Services, vec) -> CacheKey:  # noqa: ANN00
     return build_key(state["question"], state["lang"], slots.concepts if slots else [], qtype.label)
 
 
+_CONTENT_MEMO: OrderedDict[tuple[str, str], tuple] = OrderedDict()
+_CONTENT_MEMO_SIZE = 2048  # question texts; a cached entry's words are read once per process
+
+
+def question_content(text: str, lang: str, svc: Services, slots=None) -> tuple:  # noqa: ANN001
+    """(content words, question-type cues, all stems) of a question
+    (:mod:`core.cache.content`), with
+    the extractor's concept names, the facet and the polarity cues removed
+    (:func:`core.cache.key.key_spans`); remembered for the last 2,048 texts (the extractor
+    costs about 0.1–0.4 ms; ``slots``: the turn's own extraction of ``text``, when known)."""
+    memo_key = (text, lang)
+    found = _CONTENT_MEMO.get(memo_key)
+    if found is None:
+        slots = slots if slots is not None else svc.extractor.extract(text, lang)
+        spans = key_spans(text, slots.concepts)
+        matched = [c.matched for c in slots.concepts if getattr(c, "matched", "")]
+        found = (content_words(text, spans), qtype_cues(text, matched), all_stems(text))
+        _CONTENT_MEMO[memo_key] = found
+        while len(_CONTENT_MEMO) > _CONTENT_MEMO_SIZE:
+            _CONTENT_MEMO.popitem(last=False)
+    return found
+
+
+def _agree(a: tuple, b: tuple) -> bool:
+    return not content_conflict(a[0], b[0], a[2], b[2]) and not cue_conflict(a[1], b[1])
+
+
+def screen_content(state: AgentState, svc: Services, cands: list[CacheCandidate]
+                   ) -> list[CacheCandidate]:
+    """The candidates whose question leaves no content word of either side unexplained
+    (:func:`core.cache.content.content_conflict`) and names no other question-type cues
+    (:func:`core.cache.content.cue_conflict`); exact-text matches always pass."""
+    if all(c.kind == "exact" or c.question is None for c in cands):
+        return cands
+    mine = question_content(state["question"], state["lang"], svc, state.get("slots"))
+    return [c for c in cands if c.kind == "exact" or c.question is None
+            or _agree(mine, question_content(c.question, state["lang"], svc))]
+
+
 def check_similarity(state: AgentState, svc: Services) -> dict[str, Any]:
     """Embed the question once (the vector also serves dense retrieval) and find cached
     answers with the same structured key: exact normalised match first, then cosine ≥
@@ -70,6 +112,7 @@ def check_similarity(state: AgentState, svc: Services) -> dict[str, Any]:
     key = cache_key(state, svc, vec)
     threshold = threshold_for(key, state["flags"].cache_similarity_threshold)
     cands = svc.cache.lookup(question_key(state["question"]), vec, threshold, key=key)
+    cands = screen_content(state, svc, cands)
     return {**out, "cache_key": key.to_dict(), "cache_candidates": [asdict(c) for c in cands]}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from core.qtype import e5_name, remembered_vector
 from core.safety import emergency_reply, urgent_line
 from core.safety.classifier import ModelMismatchError, load_classifier
 from core.safety.second_opinion import second_opinion
@@ -39,6 +40,10 @@ def _models(svc: Services):
 def _vector(state: AgentState, embedder, notes: list[str]):
     if embedder is None:
         return None
+    if getattr(embedder, "name", "") == e5_name():
+        vec = remembered_vector(state["question"])  # a recent question (issue 15b: hit latency)
+        if vec is not None:
+            return vec
     try:
         return embedder.embed_query(state["question"])
     except Exception as exc:  # the embedder must never cost the user their turn or layer 1
