@@ -150,6 +150,8 @@ def _sepsis(f: Findings) -> str | None:
     red = f.has("mottled", "no_urine", "confusion", "drowsy")
     if infected and red:
         return f"infection/fever + {red.name}"
+    if f.has("mottled") and f.has("no_urine", "rigors", "very_unwell", "fast_heart", "fast_breathing"):
+        return "mottled skin + another NICE NG51 high-risk sign"
     if infected and f.sbp is not None and f.sbp < 90:
         return f"infection + systolic {f.sbp:.0f}"
     if f.has("infection") and f.fever and f.has("fast_breathing", "fast_heart") and f.has("very_unwell"):
@@ -213,7 +215,7 @@ def _poisoning(f: Findings) -> str | None:
     if (s := f.has("overdose")):
         return s.matched
     extra = f.has("extra_dose")
-    if extra and (f.child or f.has("high_risk_drug") or f.has("dizzy", "drowsy", "vomiting", "collapse", "confusion",
+    if extra and (f.child or f.has("high_risk_drug") or f.has("drowsy", "vomiting", "collapse", "confusion",
                                                            "fast_heart", "bleeding_any")):
         return f"extra dose: {extra.matched}"
     return None
