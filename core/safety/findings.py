@@ -31,12 +31,12 @@ from typing import Any
 from core.safety.signs import compiled
 
 # -- context of a sign -------------------------------------------------------------------------
-_NEG_AFTER_KO = re.compile(r"^.{0,12}?(?:없어|없습|없고|없었|없는데|없음|없이|안\s*나요|않아|않았|않습|않고|아니에|아닙|아니고|아니라|아녜|업어|업고|업는)")
+_NEG_AFTER_KO = re.compile(r"^.{0,12}?(?:(?:은|는|이|가|도)\s*음성(?!\s*(?:메시지|통화|인식))|없어|없습|없고|없었|없는데|없음|없이|안\s*나요|않아|않았|않습|않고|아니에|아닙|아니고|아니라|아녜|업어|업고|업는)")
 _REASSURE_AFTER = re.compile(
     r"^.{0,14}?(?:괜찮|정상|멀쩡|편해|편하게|편하고|편안|잘\s*쉬|잘\s*쉬어|문제\s*없|또렷)(?!했|았|었|였|는데\s*갑자기)"
     r"|^[^.!?;]{0,25}?\b(?:is|are|feels?|seems?|looks?|sounds?)\s+(?:completely\s+|totally\s+|perfectly\s+|absolutely\s+)?"
     r"(?:fine|normal|ok|okay|good|easy|pink|clear)\b"
-    r"|^\s*(?:fine|normal|ok|okay|is\s+fine|completely\s+normal)\b", re.I)
+    r"|^\s*(?:fine|normal|ok|okay|is\s+fine|completely\s+normal)\b|^\s*(?:were|was|are|is|came\s+back|test(?:ed)?)?\s*(?:negative|neg|zero)\b", re.I)
 _NEG_BEFORE_EN = re.compile(
     r"\bnot\s*$|\bnot\s+(?:thinking\s+about|going\s+to|planning\s+(?:to|on))\s*$"
     r"|\b(?:no|not\s+having|never\s+had|without|not\s+had)\s+(?:any\s+)?(?:thoughts?|intentions?|plans?|urges?|ideas?)\s+(?:of|to|about)\s*$"

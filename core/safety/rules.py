@@ -254,7 +254,7 @@ def _burns(f: Findings) -> str | None:
 def _acute_abdomen(f: Findings) -> str | None:
     if (s := f.has("abdomen_severe")):
         return s.matched
-    if (t := f.has("testicular")) and f.has("sudden", "abdominal_pain") or (t and "swol" in f.text.lower()) or \
+    if (t := f.has("testicular")) and f.has("sudden", "abdominal_pain", "vomiting") or (t and "swol" in f.text.lower()) or \
             (t and ("부었" in f.text or "부엇" in f.text)):
         return f"testicular pain: {t.matched}"
     pain = f.has("abdominal_pain")

@@ -155,7 +155,7 @@ SIGNS: dict[str, list[str]] = {
     # --- anaphylaxis (RCUK 2021: airway / breathing / circulation problems after exposure) ---
     "anaphylaxis": [
         r"목구멍이\s*(?:좁아|막히|조여)|두드러기.{0,40}(?:쌕쌕|숨|어지|쓰러|축\s*처)",
-        r"\bhives\b.{0,50}\b(?:wheez\w*|can'?t\s+breathe|throat|faint\w*|dizz\w*|pass\s+out|floppy|swallow|voice)",
+        r"\bhives\b(?:(?!\bno\b|\bnot\b|\bwithout\b|\bnormal\b|\bfine\b)[^.;]){0,50}\b(?:wheez\w*|can'?t\s+breathe|throat|faint\w*|dizz\w*|pass\s+out|floppy|swallow|voice)",
         r"\ballerg\w*\b.{0,100}\b(?:throat|tongue|lips?)\b.{0,25}\b(?:swell\w*|swollen|tight\w*|closing|itchy)",
         r"(?:(?<![손발])목|혀|입술|얼굴|목구멍|(?<![가-힣])눈|입안)(?:이|가|도|까지|이랑)?\s*.{0,8}(?:부어|붓고|부었|붓는|부풀|조여|조이|두꺼워).{0,25}(?:숨|호흡|삼키|말이|말하기|목소리|쌕쌕)",
         r"아나필락시스|알레르기.{0,15}(?:쇼크|숨이|호흡)|(?<![손발])목(?:이|구멍이)\s*(?:막히|조여|조이|부어\s*올|붓)",
@@ -166,8 +166,8 @@ SIGNS: dict[str, list[str]] = {
         r"\banaphyla\w+|\b(?:used|gave|injected)\s+(?:my|his|her|an|the)\s+epi-?pen\b",
         r"\b(?:throat|tongue|lips?|face)\b.{0,20}\b(?:swell\w*|swollen|closing|tight|thick|puffy)\b(?:(?!\bno\b|\bnot\b)[^.;]){0,40}\b(?:breath\w*|swallow\w*|talk\w*|wheez\w*|cough\w*|voice|dizz\w*|faint)",
         r"\bthroat\b.{0,10}\b(?:closing|closing up|tight(?:ening)?|swelling\s+shut)\b|\bthroat\s+is\s+(?:swelling|closing)",
-        r"\b(?:bee|wasp|hornet)\s+sting\w*\b.{0,60}\b(?:swell\w*|breath\w*|dizz\w*|hives|faint|cramp\w*|throwing)|\b(?:stung)\b.{0,60}\b(?:hives|faint|dizzy|swelling|breath)",
-        r"\bhives\s+all\s+over\b.{0,40}\b(?:breath\w*|dizz\w*|faint\w*|swell\w*|voice|swallow)",
+        r"\b(?:bee|wasp|hornet)\s+sting\w*\b(?:(?!\bno\b|\bnot\b|\bwithout\b|\bnormal\b|\bfine\b)[^.;]){0,60}\b(?:swell\w*|breath\w*|dizz\w*|hives|faint|cramp\w*|throwing)|\b(?:stung)\b.{0,60}\b(?:hives|faint|dizzy|swelling|breath)",
+        r"\bhives\s+all\s+over\b(?:(?!\bno\b|\bnot\b|\bwithout\b|\bnormal\b|\bfine\b)[^.;]){0,40}\b(?:breath\w*|dizz\w*|faint\w*|swell\w*|voice|swallow)",
         r"\btongue\s+(?:feels\s+)?thick\b|\bvoice\s+(?:is\s+)?(?:hoarse|changing)\b.{0,30}\bthroat",
         r"\bthroat\b.{0,25}\bclosing\b",
     ],
