@@ -44,8 +44,8 @@ _NEG_BEFORE_EN = re.compile(
     r"|(?:do|does|did)\s+not|don'?t|doesn'?t|didn'?t|haven'?t|hasn'?t|isn'?t|wasn'?t|aren'?t|dont|didnt|doesnt|nor)\b(?:\s+\w+){0,3}\s*$", re.I)
 _REASSURE_BEFORE = re.compile(r"(?:\bnormal\b|\bfine\b|괜찮은데|정상인데)\s*$", re.I)
 _INFO_KO = re.compile(
-    r"소설|드라마|영화|과제|숙제|학생인데|공부하|왜\s|왜요|뭐예요|뭔가요|뭐에요|뭔지|무엇|뭘\s|어떻게|(?:으면|면)\s.{0,25}(?:나요|까요|가요|해요|돼요|되나요|돼요)\s*\?|다른가요|같은\s*(?:건가요|말인가요)|뜻이에요"
-    r"|어떤\s*(?:증상|게|것|신호|말)|어떻게\s*(?:알|구별|대처|해야)|징후|알려\s*주|설명|예방|차이가|차이는|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)|기준이|언제\s*(?:가야|응급실)")
+    r"소설|드라마|영화|과제|숙제|학생인데|공부하|왜\s|왜요|뭐예요|뭔가요|뭐에요|뭔지|무엇|뭘\s|어떻게(?!\s*(?:해야|하죠|해요|하나요|할까요|하면\s*(?:돼|되|좋)|해\s*(?:야|줘|주)))|(?:으면|면)\s.{0,25}(?:나요|까요|가요|해요|돼요|되나요|돼요)\s*\?|다른가요|같은\s*(?:건가요|말인가요)|뜻이에요"
+    r"|어떤\s*(?:증상|게|것|신호|말)|어떻게\s*(?:알|구별|대처)|징후|알려\s*주|설명|예방|차이가|차이는|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)|기준이|언제\s*(?:가야|응급실)")
 _INFO_EN = re.compile(
     r"\b(?:student|studying|for\s+(?:a|my)\s+class|novel|story|homework|assignment|tv\s+show|writing\s+a)\b|^\s*can\s+(?:you|i|one)\b"
     r"|\bdifference\s+between\b|^\s*(?:can|could|does|do|is|are)\s+\w+\s+(?:happen|cause|be|turn|look)\b|\bis\s+it\s+(?:possible|safe|dangerous|ok|okay|bad|normal)\b"
@@ -244,6 +244,8 @@ def extract_findings(text: str, lang: str, slots: Any = None) -> Findings:
     _pregnancy(f, text)
     _meds(f, text)
     f.diabetic = "diabetic" in f.signs
+    if "burn" not in f.signs:
+        f.signs.pop("burn_severe", None)
     f.symptom = bool(set(f.signs) - {"sudden", "many_ill", "co_source", "infection", "diabetic", "trauma"})
     add_slots(f, slots)
     return f

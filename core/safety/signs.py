@@ -439,7 +439,7 @@ SIGNS: dict[str, list[str]] = {
     "sudden": [
         r"갑자기|방금|돌연|별안간|몇\s*분\s*전|확\s*왔|\bsudden\w*|\bsudenly\b|\ball\s+of\s+a\s+sudden\b|\bout\s+of\s+nowhere\b|\bjust\s+now\b|\bminutes?\s+ago\b|\binstantly\b",
     ],
-    "chemical_eye": [r"눈에\s*(?:세제|락스|약품|화학)|(?:세제|락스|표백제).{0,10}눈에|\b(?:bleach|chemical|detergent|cleaner)\b.{0,15}\b(?:in|into)\s+my\s+eye"],
+    "chemical_eye": [r"\b(?:bleach|chemicals?|detergent|cleaner|acid|lye|caustic)\b.{0,30}\b(?:splash\w*|spray\w*|got)\b.{0,25}\beyes?\b|눈에\s*(?:세제|락스|약품|화학)|(?:세제|락스|표백제).{0,10}눈에|\b(?:bleach|chemical|detergent|cleaner)\b.{0,15}\b(?:in|into)\s+my\s+eye"],
     "dizzy": [r"어지러|어지럽|현기증|핑\s*돌|\bdizz\w*|\blight-?headed\b|\bfaint\b|\bweak\b|기운이\s*없"],
     "trauma": [r"교통사고|넘어졌|넘어지|떨어졌|부딪|사고(?:가)?\s*났|\baccident\b|\bfell\b|\bcrash\w*|\bbump(?:ed)?\b|\bhit\s+by\b"],
     "diabetic": [r"당뇨|1형|2형|\bdiabet\w*|\btype\s*[12]\b|\bt1d\b|\binsulin\b|인슐린"],
