@@ -47,7 +47,7 @@ _INFO_KO = re.compile(
     r"소설|드라마|영화|과제|숙제|학생인데|공부하|왜\s|왜요|뭐예요|뭔가요|뭐에요|뭔지|무엇|뭘\s|어떻게(?!\s*(?:해야|하죠|해요|하나요|할까요|하면\s*(?:돼|되|좋)|해\s*(?:야|줘|주)))|(?:으면|면)\s.{0,25}(?:나요|까요|가요|해요|돼요|되나요|돼요)\s*\?|다른가요|같은\s*(?:건가요|말인가요)|뜻이에요"
     r"|어떤\s*(?:증상|게|것|신호|말)|어떻게\s*(?:알|구별|대처)|징후|알려\s*주|설명|예방|차이가|차이는|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)|기준이|언제\s*(?:가야|응급실)")
 _INFO_EN = re.compile(
-    r"\b(?:student|studying|for\s+(?:a|my)\s+class|novel|story|homework|assignment|tv\s+show|writing\s+a)\b|^\s*can\s+(?:you|i|one)\b"
+    r"\b(?:(?:nursing|medical|med|pharmacy|paramedic)\s+student|studying\s+(?:for|about)|for\s+(?:a|my)\s+class|novel|story|homework|assignment|tv\s+show|writing\s+a)\b|^\s*can\s+(?:you|i|one)\b"
     r"|\bdifference\s+between\b|^\s*(?:can|could|does|do|is|are)\s+\w+\s+(?:happen|cause|be|turn|look)\b|\bis\s+it\s+(?:possible|safe|dangerous|ok|okay|bad|normal)\b"
     r"|\b(?:what(?:'s|\s+(?:are|is|does|causes?|happens))|what\s+(?:do|should)\s+(?:you|one|people|parents)\b|how\s+(?:do|does|can|should|would|long)\s+(?:you|one|i|we|parents|people|someone|families)\s+\w+|signs?\s+of|symptoms?\s+of|warning\s+signs"
     r"|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|recognise|spot)|tell\s+me\s+about|explain|when\s+(?:is|should|do)\b|why\s+(?:do|is|are|does))\b", re.I)
@@ -57,7 +57,7 @@ _PAST_KO = re.compile(r"[았었였졌셨났왔갔했됐봤]었|지난번|몇\s*�
 _PAST_EN = re.compile(
     r"\b(?:(?<!fine\s)last\s+night|a\s+few\s+years\s+back|years\s+back|previously|at\s+(?:age\s+)?\d{2}(?!\s*(?:weeks|%|kg))\b|in\s+my\s+(?:twenties|thirties|teens)|years?\s+ago|last\s+(?:year|month|winter|summer|week)|months?\s+ago|in\s+the\s+past|when\s+i\s+was|history\s+of|used\s+to|once\s+had|as\s+a\s+(?:child|kid|teen(?:ager)?|baby|toddler)"
     r"|growing\s+up|none\s+since|nothing\s+since|never\s+since|in\s+(?:19|20)\d\d|back\s+in|in\s+college|was\s+diagnosed|fully\s+recovered|recovered\s+well|in\s+hospital\s+with)\b", re.I)
-_STILL = re.compile(r"지금\s*(?:도|또|다시|막|계속|너무|갑자기)|오늘|요즘(?!은?\s*(?:괜찮|없|안|잘|증상\s*없))|이번에|\d+\s*(?:분|시간)\s*째|\d+\s*(?:min(?:ute)?s?|hours?)\b|또\s|여전히|계속(?!\s*(?:먹|복용|써|맞|드))|방금|\bright\s+now\b|\band\s+now\b|\bnow\s+(?:i|i'?ve|i'?m|he|she|it|they|my|his|her|there)\b|\bstill\b(?!\s+(?:need|have\s+to|take|carry|show|worry|itch|use|get|wonder))|\btoday\b|\bjust\s+(?:now|had|started|came)\b|\brn\b|\b(?:for\s+)?(?:over\s+)?an\s+hour\b|\bwon'?t\s+stop\b|\bwill\s+not\s+stop\b|안\s*멈|멈추지\s*않", re.I)
+_STILL = re.compile(r"지금\s*(?:도|또|다시|막|계속|너무|갑자기)|오늘|요즘(?!은?\s*(?:괜찮|없|안|잘|증상\s*없))|이번에|\d+\s*(?:분|시간)\s*째|\d+\s*(?:min(?:ute)?s?|hours?)\b|또\s|여전히|계속(?!\s*(?:먹|복용|써|맞|드))|방금|\bright\s+now\b|\band\s+now\b|\bsince\s+(?:last\s+night|yesterday|this\s+morning|breakfast|lunch)\b|(?:어제|어젯밤|아침|새벽|밤)\s*부터|\bnow\s+(?:i|i'?ve|i'?m|he|she|it|they|my|his|her|there)\b|\bstill\b(?!\s+(?:need|have\s+to|take|carry|show|worry|itch|use|get|wonder))|\btoday\b|\bjust\s+(?:now|had|started|came)\b|\brn\b|\b(?:for\s+)?(?:over\s+)?an\s+hour\b|\bwon'?t\s+stop\b|\bwill\s+not\s+stop\b|안\s*멈|멈추지\s*않", re.I)
 _HYPOTHETICAL = re.compile(
     r"\b(?:nursing|medical)\s+student\b|\bscenario\b|\bcase\s+stud(?:y|ies)\b|\bessay\b|\bstatistics\b|\bdissertation\b|\bthesis\b|\bfirst\s+aid\s+(?:course|training|class)\b|\btraining\s+(?:scenario|course|exercise|question)\b|사례\s*문제|시나리오|통계|리포트|레포트|논문|교육\s*(?:중|받|과정)|시험\s*문제|\bfor\s+(?:a|my)\s+(?:class|novel|story|assignment)\b|소설|과제|숙제|학생인데|드라마에서|영화에서|\bin\s+the\s+(?:tv\s+)?show\b|\bwriting\s+(?:a|my)\s+(?:story|novel|character)"
     r"|\bif\s+(?:someone|somebody|a|an|the|you|your|one|they|he|she|my|i\s+(?:find|see|suddenly|ever))\b|\bwhat\s+(?:should|do)\s+(?:you|i|we)\s+do\s+if\b|\bwhat\s+to\s+do\s+if\b"
@@ -443,7 +443,7 @@ def _numbers(f: Findings, text: str) -> None:
 def _person(f: Findings, text: str) -> None:
     f.third_person = bool(_THIRD.search(text))
     f.child = bool(_CHILD.search(text))
-    if any(s in f.signs for s in ("no_wet_nappies", "fontanelle", "high_pitched_cry")):
+    if any(s in f.signs for s in ("no_wet_nappies", "fontanelle", "sunken_fontanelle", "high_pitched_cry")):
         f.child = True
     if _NEWBORN.search(text):
         f.age_months = 0.5

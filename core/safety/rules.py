@@ -131,7 +131,7 @@ def _paediatric(f: Findings) -> str | None:
         return f"infant {f.age_months:.1f} months not feeding"
     if not f.child:
         return None
-    s = f.has("floppy", "hard_to_wake", "no_wet_nappies", "no_tears", "fontanelle", "grunting",
+    s = f.has("floppy", "hard_to_wake", "no_wet_nappies", "no_tears", "fontanelle", "sunken_fontanelle", "grunting",
               "green_vomit", "high_pitched_cry", "pale_unresponsive")
     if s:
         return f"child + {s.name}: {s.matched}"

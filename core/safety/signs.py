@@ -173,6 +173,7 @@ SIGNS: dict[str, list[str]] = {
     ],
     # --- major bleeding (NICE CG141, NG232) ---
     "bleeding_major": [
+        r"\bpumping\b.{0,10}\bblood\b|\bblood\b.{0,10}\bpumping\b|\b(?:spurt|squirt)\w*\b|\bdeep\s+(?:gash|wound)\b.{0,40}\b(?:blood|bleed\w*)|피가\s*(?:솟구|뿜)",
         r"(?:변|똥|대변)(?:이|을|도)?.{0,12}(?:새까맣|까맣|시커멓|검게|짜장).{0,30}(?:어지|핑\s*돌|쓰러|기운이\s*없|식은땀|창백|차가|차고)",
         r"커피\s*(?:찌꺼기|가루)\s*(?:같은|처럼)|(?:까맣고|검고|시커멓고|새까맣고)\s*(?:끈적|물컹|짜장)|짜장\s*같은.{0,10}변",
         r"선홍색\s*피|피를.{0,12}(?:뱉|쏟)|피가.{0,10}(?:젖|흥건|안\s*멈|안멈|뿜)",
@@ -331,12 +332,14 @@ SIGNS: dict[str, list[str]] = {
     "fast_heart": [r"심장이\s*(?:엄청\s*|너무\s*|막\s*)?(?:빨리|빠르게)\s*뛰|심장이\s*쿵쾅|가슴이\s*두근|\bheart\s+(?:is\s+)?racing\b|\bracing\s+heart\b|\bheart\s+flutters\b|\bpounding\s+heart\b"],
     # --- meningitis (NICE NG240) ---
     "neck_stiffness": [
+        r"\bneck\b.{0,10}\b(?:won'?t|wont|doesn'?t|can'?t|cant)\s+(?:bend|move|flex|go\s+down)\b",
         r"목(?:이|덜미|\s*뒤|\s*뒤가)?\s*(?:가|이)?\s*(?:너무\s*)?(?:뻣뻣|굳|돌처럼|경직)|고개(?:를|가)?\s*(?:못|안)\s*숙|턱이\s*가슴에\s*안\s*닿|목을?\s*(?:못\s*굽|젖혀)|목\s*뒤가\s*굳",
         r"\bstif+\s+neck\b|\bneck\b.{0,12}\b(?:is\s+|feels\s+|so\s+)?(?:stiff|rigid|locked)\b|\b(?:can'?t|cannot|cant)\s+(?:bend|move|flex)\s+(?:my|his|her)\s+neck\b|\bchin\s+(?:on|to)\s+(?:my|his|her)\s+chest\b|\bcan'?t\s+look\s+down\b",
         r"목(?:이|을)?\s*(?:안|못)\s*(?:숙|굽)",
         r"목을?\s*숙이면\s*아프",
     ],
     "photophobia": [
+        r"\b(?:light|lights|brightness)\b.{0,15}\b(?:unbearable|agony|agonising|hurts?|painful|too\s+much)\b",
         r"눈(?:이)?\s*부시|눈부시|빛(?:을|이)?\s*(?:보면|싫|못\s*보|눈부)|불(?:을|빛을?)?\s*(?:끄래|보면)|커튼을\s*쳐",
         r"\blight\b.{0,10}\b(?:hurts|killing|painful)\b|\bsensitiv\w*\s+to\s+light\b|\bphotophobia\b|\bcan'?t\s+(?:stand|bear|tolerate)\s+(?:the\s+)?(?:bright\s+)?light|\b(?:wants?|want)\s+the\s+(?:lights?\s+off|curtains\s+(?:shut|closed))|\blights?\s+are\s+killing",
         r"불을?\s*(?:꺼\s*달|끄라|끄래)",
@@ -347,6 +350,7 @@ SIGNS: dict[str, list[str]] = {
         r"\b(?:doesn'?t|does\s+not|won'?t|didn'?t|don'?t|dont|not)\s+(?:fade|blanch|disappear)|\bnon-?blanching\b|\bpurple\s+(?:spots|rash|blotches)\b|\bbruise-like\s+rash\b|\bpin\s*-?prick\s+spots\b|\bred\s+spots\b.{0,20}\bspreading\b",
         r"\b(?:dosent|dosen'?t|does'?nt|wont)\s+(?:fade|blanch)",
     ],
+    "sunken_fontanelle": [r"숫구멍.{0,6}(?:꺼졌|꺼져|움푹|들어가)|\bsoft\s+spot\b.{0,20}\b(?:sunken|sunk|dipped|caved)\b|\bsunken\s+(?:soft\s+spot|fontanelle)\b"],
     "fontanelle": [r"숫구멍.{0,6}(?:볼록|튀어|부풀)|\bsoft\s+spot\b.{0,20}\b(?:bulging|swollen)|\bbulging\s+(?:soft\s+spot|fontanelle)|\bsoft\s+spot이?\s*bulging", r"\bsoft\s+spot\b.{0,40}\b(?:bulging|swollen)"],
     # --- obstetric (NICE NG126, NG133; RCOG GTG 57) ---
     "vaginal_bleeding": [
