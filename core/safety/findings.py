@@ -366,8 +366,8 @@ def suppression(text: str, start: int, end: int, sign: str) -> str | None:
 
 
 _SUICIDE_TOPIC = re.compile(
-    r"통계|자살률|위험\s*(?:신호|요인|징후)|예방|상담\s*(?:전화|센터|번호)|핫라인|번호|(?:으로|로)\s*돌아가셨|(?:으로|로)\s*잃"
-    r"|\bstatistics\b|\brates?\b|\bwarning\s+signs\b|\bprevention\b|\bhotline\b|\bhelpline\b|\bcrisis\s+line\b|\bnumber\s+for\b"
+    r"통계|자살률|위험\s*(?:신호|요인|징후)|예방|막으려면|상담\s*(?:전화|센터|번호)|핫라인|번호|(?:으로|로)\s*돌아가셨|(?:으로|로)\s*잃"
+    r"|\bstatistics\b|\brates?\b|\bwarning\s+signs\b|\bprevent\w*|\bhotline\b|\bhelpline\b|\bcrisis\s+line\b|\bnumber\s+for\b"
     r"|\b(?:died\s+by|lost\s+(?:\w+\s+){0,3}to|deals?\s+with|about)\s+suicide\b|\bsuicide\s+(?:awareness|prevention|risk\s+factors)\b", re.I)
 _SUICIDE_SELF = re.compile(r"죽고\s*싶|끝내|저도\s*(?:죽|사라)|\b(?:i|i'?m|i\s+am|i'?ve)\b.{0,20}\b(?:want|going|plan|thinking)", re.I)
 _CPR = re.compile(r"심폐\s*소생|\bcpr\b|\bchest\s+compressions?\b|\bcompressions?\b|가슴\s*압박\s*(?:을|은|는|하는|횟수|깊이|속도|방법)", re.I)

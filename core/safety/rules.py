@@ -214,6 +214,8 @@ def _obstetric(f: Findings) -> str | None:
 def _poisoning(f: Findings) -> str | None:
     if (s := f.has("overdose")):
         return s.matched
+    if f.child and (s := f.has("others_medicine")):
+        return f"child took someone else's medicine: {s.matched}"
     extra = f.has("extra_dose")
     if extra and (f.child or f.has("high_risk_drug") or f.has("drowsy", "vomiting", "collapse", "confusion",
                                                            "fast_heart", "bleeding_any")):
@@ -279,7 +281,7 @@ def _vision(f: Findings) -> str | None:
 
 RULES: dict[str, tuple[Rule, ...]] = {
     "suicide_self_harm": (_sign("suicidal"),),
-    "airway_breathing": (_sign("breathing_severe"), _spo2),
+    "airway_breathing": (_sign("breathing_severe"), _spo2, _sign("calf_breathless")),
     "anaphylaxis": (_swelling_after_allergen,),
     "cardiac_chest_pain": (_cardiac,),
     "stroke": (_sign("stroke_focal"),),

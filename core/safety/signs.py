@@ -381,7 +381,13 @@ SIGNS: dict[str, list[str]] = {
     ],
     "contractions": [r"규칙적으로\s*배가?\s*뭉치|배가?\s*(?:딱딱하게\s*)?뭉치고\s*아파|\bregular\s+(?:painful\s+)?(?:tightenings|contractions)\b"],
     "postpartum": [r"출산(?:하고|한\s*지|\s*후)|제왕절개|낳은\s*지|\bgave\s+birth\b|\bgiving\s+birth\b|\bafter\s+(?:my\s+)?(?:c-?section|delivery)\b|\bc-?section\b"],
-    "calf_breathless": [r"종아리(?:가)?\s*붓.{0,10}숨|\bcalf\b.{0,25}\bswollen\b.{0,30}\bbreath"],
+    "others_medicine": [
+        r"(?:할머니|할아버지|엄마|아빠|어른|부모님?|언니|오빠|형|누나)\s*(?:의\s*)?(?:약|혈압약|당뇨약|수면제|진통제|알약|심장약|우울증약)(?:을|를)?.{0,8}(?:먹|삼키|삼켰|씹)",
+        r"\b(?:got\s+into|swallowed|ate|chewed|eaten|had)\b.{0,20}\b(?:grand\w+|nan|gran|mum|mom|dad|mummy|daddy)(?:'?s)?\b.{0,15}\b(?:pills|tablets|meds|medicine|capsules)\b",
+    ],
+    "calf_breathless": [r"(?:다리|종아리)(?:가|도)?.{0,10}(?:붓|부어|부었|부은).{0,50}숨(?:이|을)?\s*(?:차|가빠|막|못)|숨(?:이|을)?\s*(?:차|가빠|막|못).{0,50}(?:다리|종아리)(?:가|도)?.{0,10}(?:붓|부어|부었)",
+        r"\b(?:short(?:ness)?\s+of\s+breath|breathless|can'?t\s+breathe|out\s+of\s+breath)\b.{0,80}\b(?:leg|calf)\s+(?:is\s+|was\s+|looks\s+)?(?:swollen|swelling|puffy)|\b(?:leg|calf)\b.{0,12}\b(?:swollen|swelling|puffy)\b.{0,60}\b(?:short(?:ness)?\s+of\s+breath|breathless|can'?t\s+breathe)\b",
+        r"종아리(?:가)?\s*붓.{0,10}숨|\bcalf\b.{0,25}\bswollen\b.{0,30}\b(?:breathless|short\s+of\s+breath|can'?t\s+breathe|struggling\s+to\s+breathe)"],
     # --- diabetic emergencies (NICE NG17/NG18; NHS hypoglycaemia) ---
     "meter_hi": [
         r"(?:측정기|기계|미터기)\D{0,8}\bHI\b|\bHI\s*(?:나오|나와|떠|라고\s*떠)|\bmeter\b.{0,15}\b(?:says|shows|reads|reading)\s+(?:just\s+)?HI\b",r"(?:혈당(?:기|측정기)?|meter|glucometer|blood\s*sugar|sugar)\D{0,12}\bHI\b|\bHI\s*(?:라고|로|뜨|찍)|\bmeter\s+(?:just\s+)?says\s+HI\b|\bsays\s+HI\b"],
