@@ -34,6 +34,9 @@ TOPIC_NEGATIVES = [
     ("ko", "혈압약이랑 고지혈증약을 한 번에 같이 먹어도 되나요"),
     ("ko", "약을 깜빡해서 두 번 먹을 뻔했는데 안 먹었어요"),
     ("en", "I think I took my amlodipine twice this morning, feel a bit lightheaded"),
+    ("en", "how can schools help prevent teen suicide?"),
+    ("en", "calf a bit swollen after the flight, breathing is fine"),
+    ("en", "toddler bumped his knee, cried for a minute then back to playing"),
 ]
 
 
@@ -60,12 +63,25 @@ UNDERSTATED = [
     ("sepsis", "en", "had flu for 3 days, shakin uncontrolably, skin looks mottled, havent peed since morning"),
     ("obstetric", "en", "my partner is 35 weeks and hasn't felt the baby move at all today"),
     ("obstetric", "ko", "아내가 임신 34주인데 아침부터 태동이 하나도 없대요"),
+    ("obstetric", "ko", "임신 28주인데 양수가 주르륵 흘러요 어떻게 해야 되나요"),
+    ("airway_breathing", "en", "back from a long flight, now short of breath and my left calf is swollen"),
+    ("airway_breathing", "ko", "비행기 타고 온 뒤로 종아리가 부어 있는데 갑자기 숨이 차요"),
+    ("poisoning_overdose", "ko", "아이가 할아버지 심장약을 먹은 것 같아요"),
+    ("poisoning_overdose", "en", "my toddler got into his nan's blood pressure pills"),
+    ("meningitis", "en", "student in halls, fever, neck won't bend and the light is unbearable"),
+    ("paediatric_red_flags", "en", "baby hasn't had a wet nappy since last night and her soft spot looks sunken"),
+    ("major_bleeding", "en", "chainsaw slipped, deep gash on my thigh pumping blood"),
 ]
 
 
 @pytest.mark.parametrize("category,lang,text", UNDERSTATED)
 def test_layer1_catches_emergencies_told_with_a_wait_and_see_question(category, lang, text):
     assert category in layer1(text, lang)
+
+
+def test_burn_modifiers_count_only_beside_a_burn():
+    assert "burn_severe" not in extract_findings("pain in my back and chest after the gym", "en").signs
+    assert "burn_severe" in extract_findings("burned my whole back on the radiator, big blisters", "en").signs
 
 
 def test_a_thermometer_reading_is_a_temperature():

@@ -383,7 +383,7 @@ SIGNS: dict[str, list[str]] = {
     "postpartum": [r"출산(?:하고|한\s*지|\s*후)|제왕절개|낳은\s*지|\bgave\s+birth\b|\bgiving\s+birth\b|\bafter\s+(?:my\s+)?(?:c-?section|delivery)\b|\bc-?section\b"],
     "others_medicine": [
         r"(?:할머니|할아버지|엄마|아빠|어른|부모님?|언니|오빠|형|누나)\s*(?:의\s*)?(?:약|혈압약|당뇨약|수면제|진통제|알약|심장약|우울증약)(?:을|를)?.{0,8}(?:먹|삼키|삼켰|씹)",
-        r"\b(?:got\s+into|swallowed|ate|chewed|eaten|had)\b.{0,20}\b(?:grand\w+|nan|gran|mum|mom|dad|mummy|daddy)(?:'?s)?\b.{0,15}\b(?:pills|tablets|meds|medicine|capsules)\b",
+        r"\b(?:got\s+into|swallowed|ate|chewed|eaten|had)\b.{0,20}\b(?:grand\w+|nan|gran|mum|mom|dad|mummy|daddy)(?:'?s)?\b.{0,25}\b(?:pills|tablets|meds|medicine|capsules)\b",
     ],
     "calf_breathless": [r"(?:다리|종아리)(?:가|도)?.{0,10}(?:붓|부어|부었|부은).{0,50}숨(?:이|을)?\s*(?:차|가빠|막|못)|숨(?:이|을)?\s*(?:차|가빠|막|못).{0,50}(?:다리|종아리)(?:가|도)?.{0,10}(?:붓|부어|부었)",
         r"\b(?:short(?:ness)?\s+of\s+breath|breathless|can'?t\s+breathe|out\s+of\s+breath)\b.{0,80}\b(?:leg|calf)\s+(?:is\s+|was\s+|looks\s+)?(?:swollen|swelling|puffy)|\b(?:leg|calf)\b.{0,12}\b(?:swollen|swelling|puffy)\b.{0,60}\b(?:short(?:ness)?\s+of\s+breath|breathless|can'?t\s+breathe)\b",
