@@ -31,33 +31,35 @@ from typing import Any
 from core.safety.signs import compiled
 
 # -- context of a sign -------------------------------------------------------------------------
-_NEG_AFTER_KO = re.compile(r"^.{0,12}?(?:없어|없습|없고|없었|없는데|없음|없이|안\s*나요|않아|않았|않습|않고|아니에|아닙|아니고|아니라|아녜|업어|업고|업는)")
+_NEG_AFTER_KO = re.compile(r"^.{0,12}?(?:(?:은|는|이|가|도)\s*음성(?!\s*(?:메시지|통화|인식))|없어|없습|없고|없었|없는데|없음|없이|안\s*나요|않아|않았|않습|않고|아니에|아닙|아니고|아니라|아녜|업어|업고|업는)")
 _REASSURE_AFTER = re.compile(
     r"^.{0,14}?(?:괜찮|정상|멀쩡|편해|편하게|편하고|편안|잘\s*쉬|잘\s*쉬어|문제\s*없|또렷)(?!했|았|었|였|는데\s*갑자기)"
     r"|^[^.!?;]{0,25}?\b(?:is|are|feels?|seems?|looks?|sounds?)\s+(?:completely\s+|totally\s+|perfectly\s+|absolutely\s+)?"
     r"(?:fine|normal|ok|okay|good|easy|pink|clear)\b"
-    r"|^\s*(?:fine|normal|ok|okay|is\s+fine|completely\s+normal)\b", re.I)
+    r"|^\s*(?:fine|normal|ok|okay|is\s+fine|completely\s+normal)\b|^\s*(?:were|was|are|is|came\s+back|test(?:ed)?)?\s*(?:negative|neg|zero)\b", re.I)
 _NEG_BEFORE_EN = re.compile(
-    r"\bnot\s*$|\bnot\s+(?:thinking\s+about|going\s+to|planning\s+(?:to|on))\s*$|\b(?:no|not|denies|denied|without|never|negative for"
+    r"\bnot\s*$|\bnot\s+(?:thinking\s+about|going\s+to|planning\s+(?:to|on))\s*$"
+    r"|\b(?:no|not\s+having|never\s+had|without|not\s+had)\s+(?:any\s+)?(?:thoughts?|intentions?|plans?|urges?|ideas?)\s+(?:of|to|about)\s*$"
+    r"|\b(?:nobody|no\s*one|none\s+of\s+(?:us|them)|neither\s+of\s+(?:us|them))\b(?:\s+\w+){0,4}\s*$|\b(?:no|not|denies|denied|without|never|negative for"
     r"|(?:do|does|did)\s+not|don'?t|doesn'?t|didn'?t|haven'?t|hasn'?t|isn'?t|wasn'?t|aren'?t|dont|didnt|doesnt|nor)\b(?:\s+\w+){0,3}\s*$", re.I)
 _REASSURE_BEFORE = re.compile(r"(?:\bnormal\b|\bfine\b|괜찮은데|정상인데)\s*$", re.I)
 _INFO_KO = re.compile(
-    r"소설|드라마|영화|과제|숙제|학생인데|공부하|왜\s|왜요|뭐예요|뭔가요|뭐에요|뭔지|무엇|뭘\s|어떻게|(?:으면|면)\s.{0,25}(?:나요|까요|가요|해요|돼요|되나요|돼요)\s*\?|다른가요|같은\s*(?:건가요|말인가요)|뜻이에요"
-    r"|어떤\s*(?:증상|게|것|신호|말)|어떻게\s*(?:알|구별|대처|해야)|징후|알려\s*주|설명|예방|차이가|차이는|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)|기준이|언제\s*(?:가야|응급실)")
+    r"소설|드라마|영화|과제|숙제|학생인데|공부하|왜\s|왜요|뭐예요|뭔가요|뭐에요|뭔지|무엇|뭘\s|어떻게(?!\s*(?:해야|하죠|해요|하나요|할까요|하면\s*(?:돼|되|좋)|해\s*(?:야|줘|주)))|(?:으면|면)\s.{0,25}(?:나요|까요|가요|해요|돼요|되나요|돼요)\s*\?|다른가요|같은\s*(?:건가요|말인가요)|뜻이에요"
+    r"|어떤\s*(?:증상|게|것|신호|말)|어떻게\s*(?:알|구별|대처)|징후|알려\s*주|설명|예방|차이가|차이는|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)|기준이|언제\s*(?:가야|응급실)")
 _INFO_EN = re.compile(
-    r"\b(?:student|studying|for\s+(?:a|my)\s+class|novel|story|homework|assignment|tv\s+show|writing\s+a)\b|^\s*can\s+(?:you|i|one)\b"
+    r"\b(?:(?:nursing|medical|med|pharmacy|paramedic)\s+student|studying\s+(?:for|about)|for\s+(?:a|my)\s+class|novel|story|homework|assignment|tv\s+show|writing\s+a)\b|^\s*can\s+(?:you|i|one)\b"
     r"|\bdifference\s+between\b|^\s*(?:can|could|does|do|is|are)\s+\w+\s+(?:happen|cause|be|turn|look)\b|\bis\s+it\s+(?:possible|safe|dangerous|ok|okay|bad|normal)\b"
     r"|\b(?:what(?:'s|\s+(?:are|is|does|causes?|happens))|what\s+(?:do|should)\s+(?:you|one|people|parents)\b|how\s+(?:do|does|can|should|would|long)\s+(?:you|one|i|we|parents|people|someone|families)\s+\w+|signs?\s+of|symptoms?\s+of|warning\s+signs"
     r"|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|recognise|spot)|tell\s+me\s+about|explain|when\s+(?:is|should|do)\b|why\s+(?:do|is|are|does))\b", re.I)
-_NOW_KO = re.compile(r"지금|방금|갑자기|현재|아까|계속|오늘|제가\s|저\s|저는|저도|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가|아기가|애가|와이프가|동생이")
-_NOW_EN = re.compile(r"\b(?:i'?m|i\s+am|i\s+have|i\s+can'?t|i\s+feel|my|right\s+now|just|he'?s|she'?s|he\s+is|she\s+is|is\s+having|currently|suddenly|rn|im)\b", re.I)
+_NOW_KO = re.compile(r"(?:전|아침|새벽|저녁|밤|어제|오후)\s*부터|\d+\s*(?:분|시간)\s*째|지금|방금|갑자기|현재|아까|계속|오늘|제가\s|저\s|저는|저도|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가|아기가|애가|와이프가|동생이")
+_NOW_EN = re.compile(r"\b(?:since\s+(?:this|last|about|an?|yesterday|lunch|dinner|breakfast|tea)|(?:an?|one|\d+)\s+(?:hour|min\w*)s?\s+ago|for\s+(?:over\s+)?(?:an?|the\s+(?:last|past))\s+(?:hour|few\s+hours|half)|i'?m|i\s+am|i\s+have|i\s+can'?t|i\s+feel|my|right\s+now|just|he'?s|she'?s|he\s+is|she\s+is|is\s+having|currently|suddenly|rn|im)\b", re.I)
 _PAST_KO = re.compile(r"[았었였졌셨났왔갔했됐봤]었|지난번|몇\s*년\s*전|\d+\s*(?:세|살)\s*(?:때|에)(?!\s*(?:아기|아이))|한때|했었|었었|였었|\d+\s*년째\s*안|\d+\s*(?:년|달|개월)\s*(?:전|됐)|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있|지난달|지난\s*(?:주|해)|대학생\s*때|고등학생\s*때|진단받으신\s*지")
 _PAST_EN = re.compile(
     r"\b(?:(?<!fine\s)last\s+night|a\s+few\s+years\s+back|years\s+back|previously|at\s+(?:age\s+)?\d{2}(?!\s*(?:weeks|%|kg))\b|in\s+my\s+(?:twenties|thirties|teens)|years?\s+ago|last\s+(?:year|month|winter|summer|week)|months?\s+ago|in\s+the\s+past|when\s+i\s+was|history\s+of|used\s+to|once\s+had|as\s+a\s+(?:child|kid|teen(?:ager)?|baby|toddler)"
     r"|growing\s+up|none\s+since|nothing\s+since|never\s+since|in\s+(?:19|20)\d\d|back\s+in|in\s+college|was\s+diagnosed|fully\s+recovered|recovered\s+well|in\s+hospital\s+with)\b", re.I)
-_STILL = re.compile(r"지금\s*(?:도|또|다시|막|계속|너무|갑자기)|오늘|요즘(?!은?\s*(?:괜찮|없|안|잘|증상\s*없))|이번에|\d+\s*(?:분|시간)\s*째|\d+\s*(?:min(?:ute)?s?|hours?)\b|또\s|여전히|계속(?!\s*(?:먹|복용|써|맞|드))|방금|\bright\s+now\b|\band\s+now\b|\bnow\s+(?:i|i'?ve|i'?m|he|she|it|they|my|his|her|there)\b|\bstill\b(?!\s+(?:need|have\s+to|take|carry|show|worry|itch|use|get|wonder))|\btoday\b|\bjust\s+(?:now|had|started|came)\b|\brn\b", re.I)
+_STILL = re.compile(r"지금\s*(?:도|또|다시|막|계속|너무|갑자기)|오늘|요즘(?!은?\s*(?:괜찮|없|안|잘|증상\s*없))|이번에|\d+\s*(?:분|시간)\s*째|\d+\s*(?:min(?:ute)?s?|hours?)\b|또\s|여전히|계속(?!\s*(?:먹|복용|써|맞|드))|방금|\bright\s+now\b|\band\s+now\b|\bsince\s+(?:last\s+night|yesterday|this\s+morning|breakfast|lunch)\b|(?:어제|어젯밤|아침|새벽|밤)\s*부터|\bnow\s+(?:i|i'?ve|i'?m|he|she|it|they|my|his|her|there)\b|\bstill\b(?!\s+(?:need|have\s+to|take|carry|show|worry|itch|use|get|wonder))|\btoday\b|\bjust\s+(?:now|had|started|came)\b|\brn\b|\b(?:for\s+)?(?:over\s+)?an\s+hour\b|\bwon'?t\s+stop\b|\bwill\s+not\s+stop\b|안\s*멈|멈추지\s*않", re.I)
 _HYPOTHETICAL = re.compile(
-    r"\b(?:nursing|medical)\s+student\b|\bfor\s+(?:a|my)\s+(?:class|novel|story|assignment)\b|소설|과제|숙제|학생인데|드라마에서|영화에서|\bin\s+the\s+(?:tv\s+)?show\b|\bwriting\s+(?:a|my)\s+(?:story|novel|character)"
+    r"\b(?:nursing|medical)\s+student\b|\bscenario\b|\bcase\s+stud(?:y|ies)\b|\bessay\b|\bstatistics\b|\bdissertation\b|\bthesis\b|\bfirst\s+aid\s+(?:course|training|class)\b|\btraining\s+(?:scenario|course|exercise|question)\b|사례\s*문제|시나리오|통계|리포트|레포트|논문|교육\s*(?:중|받|과정)|시험\s*문제|\bfor\s+(?:a|my)\s+(?:class|novel|story|assignment)\b|소설|과제|숙제|학생인데|드라마에서|영화에서|\bin\s+the\s+(?:tv\s+)?show\b|\bwriting\s+(?:a|my)\s+(?:story|novel|character)"
     r"|\bif\s+(?:someone|somebody|a|an|the|you|your|one|they|he|she|my|i\s+(?:find|see|suddenly|ever))\b|\bwhat\s+(?:should|do)\s+(?:you|i|we)\s+do\s+if\b|\bwhat\s+to\s+do\s+if\b"
     r"|\bin\s+case\b|\bwhat\s+would\s+(?:happen|cause|you\s+do)\b|\bwhat\s+if\b|\bsuppose\b|\bhypothetically\b|\bwhat\s+counts\s+as\b|\bhow\s+would\s+i\s+know\b|\bhow\s+do\s+i\s+tell\b|(?:할|될|생길|올)\s*경우|대비해|미리\s*알고|(?:사람|누가|누군가|아이가|옆\s*사람이|노인이|아기가)(?:을|이|가)?\s*.{0,30}?(?:하|되|나|오|보|있으|없으|먹으|삼키|쓰|지|리|이|않으|걸리|생기|아프|다치|막히|부으|쏘이|같으|들)면\s|만약(?:에)?|\bwhat\s+happens\s+if\b|\bwhere\s+should\s+i\s+go\s+if\b|\bwho\s+do\s+i\s+call\s+if\b", re.I)
 _FAMILY_HISTORY = re.compile(r"\bwill\s+(?:that|it|this)\s+happen\s+to\s+me\b|저도\s*그렇게\s*될|가족력|집안\s*내력|유전(?:되|이|인|될)|돌아가셨|저도\s*(?:위험|걸릴|조심|검사)|\bmy\s+(?:own\s+)?risk\b|\bat\s+risk\b|\bam\s+i\s+(?:likely|at)\b|\bmake\s+me\s+more\b|\bshould\s+i\s+(?:be\s+)?(?:tested|screened|checked)\b|\bshould\s+my\s+kids\s+be\s+tested\b|\binherited\b|\bruns?\s+in\s+(?:my|the|our)\s+family\b|\bfamily\s+history\b|\bhereditary\b|\bgenetic\b|\bdied\s+of\b|\bdied\s+suddenly\b", re.I)
@@ -86,11 +88,11 @@ _CLAUSE = re.compile(r"(?<!\d)[.!?;\n]|[.!?;](?!\d)|(?:(?<=[가-힣]고\s)(?<![�
 
 # -- numbers -----------------------------------------------------------------------------------
 _TEMP = re.compile(
-    r"(?:열|체온|고열|temp\w*|fever(?:\s+of)?|running(?:\s+a)?|hit|at|is|of|찍|hot|뜨거|measured|reads?|나와|재니)\D{0,14}?(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*(도|℃|°\s*[cf]?|degrees?\s*[cf]?|f\b|c\b)?"
+    r"(?:열|체온|고열|temp\w*|fever(?:\s+of)?|running(?:\s+a)?|hit|at|is|of|찍|hot|뜨거|measured|reads?|says|said|shows?|showing|thermometer|체온계|나와|재니)\D{0,14}?(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*(도|℃|°\s*[cf]?|degrees?\s*[cf]?|f\b|c\b)?"
     r"|(?<![\d./])(\d{2}(?:\.\d+)?)\s*(도|℃|°\s*c?)(?!\s*(?:각도|로\s*기울))", re.I)
 _OVER = re.compile(r"^\s*(?:도)?\s*(?:가|이)?\s*(?:넘|넘게|넘어|넘었|이상|over|above|plus|\+)", re.I)
 _SPO2 = re.compile(r"(?:산소\s*포화도|포화도|spo2|sp02|o2\s*sat\w*|oxigen|oxygen(?:\s+\w+){0,3}|sats?|pulse\s*ox)\D{0,25}?(?<![\d.])(\d{2,3})(?!\d)\s*(?:%|퍼센트|까지|로|on)?", re.I)
-_GLUCOSE = re.compile(r"(?:혈당|blood\s*sugar|sugar|glucose)(?:\s*수치)?\D{0,15}?(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*(mmol|mg)?", re.I)
+_GLUCOSE = re.compile(r"(?:혈당|blood\s*sugar|sugar|glucose|\bbg\b|\bbgl\b)(?:\s*수치)?\D{0,15}?(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*(mmol|mg)?", re.I)
 _BP_PAIR = re.compile(r"(?<![\d.])(\d{2,3})\s*/\s*(\d{2,3})(?!\d)")
 _BP_CONTEXT = re.compile(r"혈압|\bbp\b|blood\s*pressure", re.I)
 _BP_SINGLE = re.compile(r"(?:혈압|blood\s*pressure|\bbp\b)\D{0,20}?(?<![\d.])(\d{2,3})(?!\s*/)(?!\d)", re.I)
@@ -242,6 +244,8 @@ def extract_findings(text: str, lang: str, slots: Any = None) -> Findings:
     _pregnancy(f, text)
     _meds(f, text)
     f.diabetic = "diabetic" in f.signs
+    if "burn" not in f.signs:
+        f.signs.pop("burn_severe", None)
     f.symptom = bool(set(f.signs) - {"sudden", "many_ill", "co_source", "infection", "diabetic", "trauma"})
     add_slots(f, slots)
     return f
@@ -349,6 +353,8 @@ def suppression(text: str, start: int, end: int, sign: str) -> str | None:
         return "reassured"
     if _hypothetical_before(text, start, sentence):
         return "hypothetical"
+    if (why := _topic_context(text, after, sentence, sign)) is not None:
+        return why
     now = _NOW_KO.search(sentence) or _NOW_EN.search(sentence)
     if (_INFO_KO.search(sentence) or _INFO_EN.search(sentence)) and not now:
         return "question"
@@ -356,6 +362,39 @@ def suppression(text: str, start: int, end: int, sign: str) -> str | None:
         return "family_history"
     if (_PAST_KO.search(sentence) or _PAST_EN.search(sentence)) and not _STILL.search(sentence):
         return "past"
+    return None
+
+
+_SUICIDE_TOPIC = re.compile(
+    r"통계|자살률|위험\s*(?:신호|요인|징후)|예방|막으려면|상담\s*(?:전화|센터|번호)|핫라인|번호|(?:으로|로)\s*돌아가셨|(?:으로|로)\s*잃"
+    r"|\bstatistics\b|\brates?\b|\bwarning\s+signs\b|\bprevent\w*|\bhotline\b|\bhelpline\b|\bcrisis\s+line\b|\bnumber\s+for\b"
+    r"|\b(?:died\s+by|lost\s+(?:\w+\s+){0,3}to|deals?\s+with|about)\s+suicide\b|\bsuicide\s+(?:awareness|prevention|risk\s+factors)\b", re.I)
+_SUICIDE_SELF = re.compile(r"죽고\s*싶|끝내|저도\s*(?:죽|사라)|\b(?:i|i'?m|i\s+am|i'?ve)\b.{0,20}\b(?:want|going|plan|thinking)", re.I)
+_CPR = re.compile(r"심폐\s*소생|\bcpr\b|\bchest\s+compressions?\b|\bcompressions?\b|가슴\s*압박\s*(?:을|은|는|하는|횟수|깊이|속도|방법)", re.I)
+_EXPERIENTIAL = re.compile(r"^\s*(?:한|된|난|진|던|은|었던|았던)?\s*적(?:이|은|도)?\s*(?:있|없)")
+_RELATIVE_EVENT = re.compile(
+    r"(?:아버지|아빠|어머니|엄마|할머니|할아버지|삼촌|이모|고모|언니|오빠|누나|형|동생|집안|가족|친척|조부모)(?:께서|가|이|는|은|도|에)?\s.{0,40}(?:셨|었|았|했|있어요|있어서|있는데|있대요|있습니다)"
+    r"|\b(?:my|our)\s+(?:grand\w+|mum|mom|mother|dad|father|aunt|uncle|sister|brother|cousin|family)\b.{0,50}\b(?:had|has|went|was|got|died|lost|from)\b", re.I)
+_SELF_SCREEN = re.compile(
+    r"(?:저도|저는|제가|제\s*아이|우리\s*아이).{0,40}(?:검사|검진|심전도|조심|예방|위험|유전|받아야|알아야|먹일)|(?:몇\s*살부터|어떻게\s*예방)"
+    r"|\b(?:prevent|screen\w*|tested|checked|my\s+(?:own\s+)?risk|am\s+i\s+(?:at|more)|should\s+i\s+(?:get|be|have)|anything\s+i\s+can\s+do)\b", re.I)
+
+
+def _topic_context(text: str, after: str, sentence: str, sign: str) -> str | None:
+    """Context that makes a sign a topic rather than a finding now: suicide as a subject
+    (statistics, prevention, warning signs, a relative's death) without the user's own
+    intent; CPR's "chest compressions"; an experiential past (``기절한 적 있어서``); a
+    relative's condition when the message asks about the user's own screening or prevention
+    (family history). Returns the reason or ``None``."""
+    if sign == "suicidal" and _SUICIDE_TOPIC.search(sentence) and not _SUICIDE_SELF.search(text):
+        return "question"
+    if sign in ("chest_cardiac", "chest_any") and _CPR.search(sentence):
+        return "question"
+    if _EXPERIENTIAL.search(after) and not _ACUTE.search(sentence):
+        return "past"
+    if _RELATIVE_EVENT.search(sentence) and _SELF_SCREEN.search(text) and not _ACUTE.search(sentence) \
+            and not _STILL.search(sentence):
+        return "family_history"
     return None
 
 
@@ -404,7 +443,7 @@ def _numbers(f: Findings, text: str) -> None:
 def _person(f: Findings, text: str) -> None:
     f.third_person = bool(_THIRD.search(text))
     f.child = bool(_CHILD.search(text))
-    if any(s in f.signs for s in ("no_wet_nappies", "fontanelle", "high_pitched_cry")):
+    if any(s in f.signs for s in ("no_wet_nappies", "fontanelle", "sunken_fontanelle", "high_pitched_cry")):
         f.child = True
     if _NEWBORN.search(text):
         f.age_months = 0.5

@@ -131,7 +131,7 @@ def _paediatric(f: Findings) -> str | None:
         return f"infant {f.age_months:.1f} months not feeding"
     if not f.child:
         return None
-    s = f.has("floppy", "hard_to_wake", "no_wet_nappies", "no_tears", "fontanelle", "grunting",
+    s = f.has("floppy", "hard_to_wake", "no_wet_nappies", "no_tears", "fontanelle", "sunken_fontanelle", "grunting",
               "green_vomit", "high_pitched_cry", "pale_unresponsive")
     if s:
         return f"child + {s.name}: {s.matched}"
@@ -150,6 +150,8 @@ def _sepsis(f: Findings) -> str | None:
     red = f.has("mottled", "no_urine", "confusion", "drowsy")
     if infected and red:
         return f"infection/fever + {red.name}"
+    if f.has("mottled") and f.has("no_urine", "rigors", "very_unwell", "fast_heart", "fast_breathing"):
+        return "mottled skin + another NICE NG51 high-risk sign"
     if infected and f.sbp is not None and f.sbp < 90:
         return f"infection + systolic {f.sbp:.0f}"
     if f.has("infection") and f.fever and f.has("fast_breathing", "fast_heart") and f.has("very_unwell"):
@@ -212,8 +214,10 @@ def _obstetric(f: Findings) -> str | None:
 def _poisoning(f: Findings) -> str | None:
     if (s := f.has("overdose")):
         return s.matched
+    if f.child and (s := f.has("others_medicine")):
+        return f"child took someone else's medicine: {s.matched}"
     extra = f.has("extra_dose")
-    if extra and (f.child or f.has("high_risk_drug") or f.has("dizzy", "drowsy", "vomiting", "collapse", "confusion",
+    if extra and (f.child or f.has("high_risk_drug") or f.has("drowsy", "vomiting", "collapse", "confusion",
                                                            "fast_heart", "bleeding_any")):
         return f"extra dose: {extra.matched}"
     return None
@@ -252,7 +256,7 @@ def _burns(f: Findings) -> str | None:
 def _acute_abdomen(f: Findings) -> str | None:
     if (s := f.has("abdomen_severe")):
         return s.matched
-    if (t := f.has("testicular")) and f.has("sudden", "abdominal_pain") or (t and "swol" in f.text.lower()) or \
+    if (t := f.has("testicular")) and f.has("sudden", "abdominal_pain", "vomiting") or (t and "swol" in f.text.lower()) or \
             (t and ("부었" in f.text or "부엇" in f.text)):
         return f"testicular pain: {t.matched}"
     pain = f.has("abdominal_pain")
@@ -277,7 +281,7 @@ def _vision(f: Findings) -> str | None:
 
 RULES: dict[str, tuple[Rule, ...]] = {
     "suicide_self_harm": (_sign("suicidal"),),
-    "airway_breathing": (_sign("breathing_severe"), _spo2),
+    "airway_breathing": (_sign("breathing_severe"), _spo2, _sign("calf_breathless")),
     "anaphylaxis": (_swelling_after_allergen,),
     "cardiac_chest_pain": (_cardiac,),
     "stroke": (_sign("stroke_focal"),),

@@ -20,6 +20,7 @@ from functools import lru_cache
 SIGNS: dict[str, list[str]] = {
     # --- cardiac chest pain (NICE CG95: pressure, radiation, sweating, nausea, breathlessness) ---
     "chest_cardiac": [
+        r"\b(?:gtn|nitro\w*)\b.{0,40}\bno\s+(?:change|help|relief|difference)\b|\bworse\s+than\s+(?:my\s+|his\s+|her\s+)?usual\s+angina\b|평소\s*협심증보다.{0,10}(?:심|아파)",
         r"가슴\s*(?:한가운데|가운데|중앙|한복판)?(?:가|이|에)?\s*(?:꽉\s*)?(?:눌리|짓눌|조이|조여|돌로\s*누르|무겁고\s*답답|답답하고\s*무겁)",
         r"\b(?:breastbone|sternum)\b.{0,40}\b(?:pain|pressure|crush\w*|squeez\w*|spread\w*)\b|\b(?:pain|pressure|crush\w*)\b.{0,30}\b(?:breastbone|sternum)\b",
         r"\b(?:squeez\w*|crush\w*|pressure|tightness|heaviness|vise|vice)\b.{0,15}\b(?:in|on|across)\s+(?:the\s+middle\s+of\s+)?(?:my|his|her|the)\s+chest\b",
@@ -52,6 +53,7 @@ SIGNS: dict[str, list[str]] = {
     ],
     # --- stroke: face, arm, speech, balance, eyes (NICE NG128, BE-FAST) ---
     "stroke_focal": [
+        r"\bspeech\s+(?:was|went|is|got)\s+(?:all\s+)?(?:off|weird|funny|strange|wrong|muddled)\b|\b(?:hand|arm|leg)\s+went\s+(?:weak|numb|clumsy|dead|floppy)\b",
         r"\b(?:arm|leg)\s+and\s+(?:arm|leg)\b.{0,30}\b(?:numb|heavy|weak|dead)\b|\btyping\s+(?:this\s+)?with\s+one\s+hand\b",
         r"발음이\s*(?:뭉개|꼬|어눌|샌|이상|새)|말(?:씀)?(?:을|이)?\s*(?:이상하게|못\s*알아듣게|알아들을\s*수\s*없게)\s*(?:해|하|나)",
         r"말(?:씀)?(?:을|이)?\s*(?:한마디도|전혀|갑자기|잘).{0,6}(?:못|안)\s*(?:하|나오)",
@@ -81,6 +83,7 @@ SIGNS: dict[str, list[str]] = {
     ],
     # --- thunderclap headache (NICE CG150) ---
     "thunderclap": [
+        r"(?:몇\s*초|순식간에|1분도\s*안\s*(?:돼|되어)서?).{0,15}(?:최고|최악|심해|극심).{0,10}(?:두통|머리)",
         r"(?:갑자기|난생\s*처음|인생\s*최악|최악의|평생\s*처음|벼락|살면서\s*(?:이런|처음)).{0,15}(?:두통|머리가?\s*(?:아파|아프|아퍼|깨질|터질|쪼개질))",
         r"(?:망치로|몽둥이로|벽돌로)\s*(?:맞은|때린|얻어맞은)\s*(?:것|듯)|머리.{0,10}(?:폭발|빡\s*하고|확\s*터)",
         r"(?:두통|머리).{0,20}(?:몇\s*초|1분|일\s*분)\s*(?:만에|안에).{0,10}(?:최고|심해|확)",
@@ -99,6 +102,7 @@ SIGNS: dict[str, list[str]] = {
     ],
     # --- sudden vision loss ---
     "vision_loss": [
+        r"\bshadow\b.{0,30}\beye\b|\b(?:curtain|veil|shade)\b.{0,30}\b(?:over|across)\b.{0,20}\beye\b",
         r"(?:한쪽|오른쪽|왼쪽|두|양쪽)?\s*눈(?:이|에|앞이)?\s*(?:갑자기\s*)?(?:안\s*보|안보|까매|까맣|캄캄|깜깜|커튼|먹통|아예\s*안)",
         r"갑자기.{0,10}(?:한쪽\s*눈이|눈이\s*안\s*보|시야가\s*(?:안|까맣|사라|가려)|앞이\s*안\s*보|앞이\s*안보)",
         r"시력(?:을|이)?\s*(?:잃|갑자기\s*떨어|소실)|시야(?:가|의)?\s*(?:한쪽|일부)?.{0,6}(?:가려|그림자|까맣|사라|커튼)",
@@ -119,6 +123,7 @@ SIGNS: dict[str, list[str]] = {
     ],
     # --- airway and breathing (BTS/SIGN asthma life-threatening features; RCUK choking) ---
     "breathing_severe": [
+        r"\b(?:struggling|can'?t|cannot|unable|hard)\s+to\s+(?:finish|complete)\s+(?:a\s+|my\s+|his\s+|her\s+)?sentences?\b|어깨(?:까지)?\s*들썩|\b(?:reliever|inhaler|ventolin|blue\s+inhaler)\b.{0,30}\bevery\s+(?:few\s+)?(?:min\w*|\d+\s*min\w*)|흡입기.{0,20}(?:효과가?\s*없|별\s*차이\s*없|소용\s*없|안\s*들)",
         r"목에\s*(?:뭐가\s*|떡이\s*|고기가\s*|사탕이\s*)?걸(?:렸|려).{0,20}(?:숨|소리|말|기침도)|목에\s*걸려서\s*숨",
         r"\bout\s+of\s+breath\b.{0,25}\b(?:lying|sitting|resting|at rest)\b",
         r"숨(?:을|이)?.{0,6}(?:안\s*쉬어|못\s*쉬|막혀|막힐|가빠서|차서)\s*.{0,8}(?:말|못|힘들|죽)",
@@ -150,7 +155,7 @@ SIGNS: dict[str, list[str]] = {
     # --- anaphylaxis (RCUK 2021: airway / breathing / circulation problems after exposure) ---
     "anaphylaxis": [
         r"목구멍이\s*(?:좁아|막히|조여)|두드러기.{0,40}(?:쌕쌕|숨|어지|쓰러|축\s*처)",
-        r"\bhives\b.{0,50}\b(?:wheez\w*|can'?t\s+breathe|throat|faint\w*|dizz\w*|pass\s+out|floppy|swallow|voice)",
+        r"\bhives\b(?:(?!\bno\b|\bnot\b|\bwithout\b|\bnormal\b|\bfine\b)[^.;]){0,50}\b(?:wheez\w*|can'?t\s+breathe|throat|faint\w*|dizz\w*|pass\s+out|floppy|swallow|voice)",
         r"\ballerg\w*\b.{0,100}\b(?:throat|tongue|lips?)\b.{0,25}\b(?:swell\w*|swollen|tight\w*|closing|itchy)",
         r"(?:(?<![손발])목|혀|입술|얼굴|목구멍|(?<![가-힣])눈|입안)(?:이|가|도|까지|이랑)?\s*.{0,8}(?:부어|붓고|부었|붓는|부풀|조여|조이|두꺼워).{0,25}(?:숨|호흡|삼키|말이|말하기|목소리|쌕쌕)",
         r"아나필락시스|알레르기.{0,15}(?:쇼크|숨이|호흡)|(?<![손발])목(?:이|구멍이)\s*(?:막히|조여|조이|부어\s*올|붓)",
@@ -161,13 +166,15 @@ SIGNS: dict[str, list[str]] = {
         r"\banaphyla\w+|\b(?:used|gave|injected)\s+(?:my|his|her|an|the)\s+epi-?pen\b",
         r"\b(?:throat|tongue|lips?|face)\b.{0,20}\b(?:swell\w*|swollen|closing|tight|thick|puffy)\b(?:(?!\bno\b|\bnot\b)[^.;]){0,40}\b(?:breath\w*|swallow\w*|talk\w*|wheez\w*|cough\w*|voice|dizz\w*|faint)",
         r"\bthroat\b.{0,10}\b(?:closing|closing up|tight(?:ening)?|swelling\s+shut)\b|\bthroat\s+is\s+(?:swelling|closing)",
-        r"\b(?:bee|wasp|hornet)\s+sting\w*\b.{0,60}\b(?:swell\w*|breath\w*|dizz\w*|hives|faint|cramp\w*|throwing)|\b(?:stung)\b.{0,60}\b(?:hives|faint|dizzy|swelling|breath)",
-        r"\bhives\s+all\s+over\b.{0,40}\b(?:breath\w*|dizz\w*|faint\w*|swell\w*|voice|swallow)",
+        r"\b(?:bee|wasp|hornet)\s+sting\w*\b(?:(?!\bno\b|\bnot\b|\bwithout\b|\bnormal\b|\bfine\b)[^.;]){0,60}\b(?:swell\w*|breath\w*|dizz\w*|hives|faint|cramp\w*|throwing)|\b(?:stung)\b.{0,60}\b(?:hives|faint|dizzy|swelling|breath)",
+        r"\bhives\s+all\s+over\b(?:(?!\bno\b|\bnot\b|\bwithout\b|\bnormal\b|\bfine\b)[^.;]){0,40}\b(?:breath\w*|dizz\w*|faint\w*|swell\w*|voice|swallow)",
         r"\btongue\s+(?:feels\s+)?thick\b|\bvoice\s+(?:is\s+)?(?:hoarse|changing)\b.{0,30}\bthroat",
         r"\bthroat\b.{0,25}\bclosing\b",
     ],
     # --- major bleeding (NICE CG141, NG232) ---
     "bleeding_major": [
+        r"\bpumping\b.{0,10}\bblood\b|\bblood\b.{0,10}\bpumping\b|\b(?:spurt|squirt)\w*\b|\bdeep\s+(?:gash|wound)\b.{0,40}\b(?:blood|bleed\w*)|피가\s*(?:솟구|뿜)",
+        r"(?:변|똥|대변)(?:이|을|도)?.{0,12}(?:새까맣|까맣|시커멓|검게|짜장).{0,30}(?:어지|핑\s*돌|쓰러|기운이\s*없|식은땀|창백|차가|차고)",
         r"커피\s*(?:찌꺼기|가루)\s*(?:같은|처럼)|(?:까맣고|검고|시커멓고|새까맣고)\s*(?:끈적|물컹|짜장)|짜장\s*같은.{0,10}변",
         r"선홍색\s*피|피를.{0,12}(?:뱉|쏟)|피가.{0,10}(?:젖|흥건|안\s*멈|안멈|뿜)",
         r"\bbled\s+through\b|\bbleeding\s+through\b|\bcoughed\s+up\b.{0,45}\bblood\b",
@@ -218,6 +225,7 @@ SIGNS: dict[str, list[str]] = {
     ],
     # --- sudden confusion (NHS: sudden confusion / delirium) ---
     "confusion": [
+        r"(?:밤|낮)인지.{0,8}(?:모르|구분)|원래\s*이런\s*분(?:은|이)?\s*아니|\bnot\s+(?:acting\s+like\s+)?(?:her|him)self\b|\bdoesn'?t\s+know\s+(?:what\s+day|where\s+(?:she|he)\s+is|who\s+i\s+am)",
         r"\bdoesn'?t\s+seem\s+to\s+know\b",
         r"못\s*알아보|못알아보|여기가\s*어딘지.{0,8}(?:모르|헷갈)|어디(?:인지|인지도)\s*모름|날짜도\s*(?:몰|모르)|엉뚱한\s*(?:소리|말|단어)|누구냐고",
         r"\bno\s+idea\s+(?:what|where|who)\b|\bdoesn'?t\s+know\s+(?:what\s+year|what\s+day|where|who|me)\b",
@@ -234,6 +242,7 @@ SIGNS: dict[str, list[str]] = {
     ],
     # --- seizure (NICE NG217) ---
     "seizure": [
+        r"(?<!공황\s)(?<!공황)(?<!천식\s)(?<!불안\s)(?:발작|경련|경기)\s*(?:시작|계속|멈추지|안\s*멈|한\s*지\s*\d|\d+\s*분)|\b(?:seizure|fit|convulsion)\b.{0,25}\b(?:\d+\s*min\w*|won'?t\s+stop|went\s+on|still\s+going)",
         r"몸이\s*(?:갑자기\s*)?(?:굳|뻣뻣)|(?:덜덜|부들부들|바들바들)\s*떨.{0,10}(?:의식|눈|팔다리|몸|거품)|팔다리가.{0,10}(?:덜덜|부들부들|규칙적으로)",
         r"\bwent\s+(?:rigid|stiff)\b|\btwitching\s+all\s+over\b|\bjerking\s+rhythmically\b|\bfoam\w*\s+at\s+(?:the|his|her)\s+mouth\b|\bstiff\s+and\s+jerking\b",
         r"눈이\s*(?:돌아가|뒤집|돌아갔|돌아감|흰자)|팔다리를?.{0,8}(?:떨|버둥|부들)|온몸을?\s*(?:떨|부들|뻣뻣)|몸이\s*뻣뻣해|규칙적으로\s*(?:계속\s*)?떨",
@@ -251,6 +260,7 @@ SIGNS: dict[str, list[str]] = {
     ],
     # --- suicide and self-harm (NICE NG225) ---
     "suicidal": [
+        r"사라지면.{0,12}(?:편할|편해|나을)|번개탄(?:도|을|이)?\s*(?:사\s*놨|사놨|사\s*뒀|사뒀|준비|사\s*놓)",
         r"안\s*깨어났으면|(?:한강|다리|옥상)(?:에|으로|로)?\s*(?:가려고|갈\s*거|올라)|따라갈\s*거|유서|마지막\s*인사",
         r"\bnot\s+wake\s+up\b|\bdon'?t\s+wake\s+up\b|\bbought\s+(?:the|a)\s+rope\b|\bhow\s+i'?d\s+do\s+it\b|\b(?:highest|tallest)\s+bridge\b|\bwhich\s+bridge\b|\bsaving\s+up\s+(?:my\s+)?(?:pills|sleeping\s+pills|meds)\b|\bsaved\s+up\s+pills\b",
         r"못\s*버티겠|편지(?:도|를)?.{0,8}(?:써\s*놨|써놨|써\s*뒀|남겼)|뛰어내리|없어지면.{0,12}(?:편해|나을)|약(?:도|을)?\s*(?:다\s*)?모아\s*(?:놨|뒀|두었|놓)",
@@ -273,16 +283,17 @@ SIGNS: dict[str, list[str]] = {
     ],
     # --- poisoning and overdose ---
     "overdose": [
+        r"\b(?:1[5-9]|[2-9]\d)\s+(?:tablets|pills|capsules|caps|tabs)\b.{0,20}\b(?:since|today|in\s+(?:a|one)\s+day|over\s+the\s+day|at\s+once)\b|\bdoubl\w*\s+up\b.{0,40}\b(?:1[5-9]|[2-9]\d)\s+(?:tablets|pills)",
         r"(?:네|다섯|여섯|일곱|여덟|아홉|열|열두|열다섯|스무|서른|몇|[4-9]|\d{2,})\s*알\s*(?:넘게|이상|정도|쯤)?\s*(?:을|를)?\s*(?:다\s*)?(?:먹었|삼켰|드셨|먹은|삼킨|먹엇)",
         r"(?:농약|락스|세제|살충제|제초제|부동액|표백제|세척제).{0,25}(?:드셨|마셨|먹었|삼켰|마신|먹은|마셔)",
         r"(?:알|정|알약)(?:이랑|과|하고|에)?.{0,15}(?:소주|맥주|술|와인|양주|보드카).{0,15}(?:같이|함께|마셨|먹었)|(?:술|소주).{0,10}(?:신경안정제|수면제|진통제).{0,10}(?:같이|함께|잔뜩)",
         r"\bswallowed\s+(?:some|a\s+few|several|\d+)\s+of\b|\b\d+\s+(?:are|were)\s+missing\b",
         r"(?:세제|락스|농약|살충제|부동액|표백제|쥐약|건전지|배터리|담배|철분제).{0,10}(?:삼켰|먹었|마셨|마신|먹은|삼킨|깨물|씹어)",
-        r"(?:약|알약|타이레놀|수면제|진통제|혈압약|당뇨약|인슐린|안정제|항우울제|와파린)(?:을|를|도)?.{0,20}(?:두\s*번|세\s*번|여러\s*번|두\s*배|열\s*알|\d+\s*알|한\s*움큼|잔뜩|왕창|많이|한\s*통)\s*(?:이나|나|씩|넘게|정도|로)?\s*(?:먹|드셨|드시|삼켰|맞)",
+        r"(?:약|알약|타이레놀|수면제|진통제|혈압약|당뇨약|인슐린|안정제|항우울제|와파린)(?:을|를|도)?.{0,20}(?:여러\s*번|열\s*알|\d+\s*알|한\s*움큼|잔뜩|왕창|많이|한\s*통)\s*(?:이나|나|씩|넘게|정도|로)?\s*(?:먹|드셨|드시|삼켰|맞)",
         r"\b(?:swallowed|ate|drank|bit\s+into|got\s+into|chewed|vaped)\b.{0,30}\b(?:detergent|dishwasher\s+(?:pods?|tablets?)|laundry\s+pods?|tide\s+pods?|bleach|cleaner|antifreeze|pesticide|rat\s+poison|batter(?:y|ies)|lighter\s+fluid|weed\s*killer|cigarette)",
         r"\btook\s+(?:like\s+|about\s+|maybe\s+|around\s+)?(?:[5-9]|\d{2,})\s+[a-z]+|\btook\s+a\s+(?:bunch|handful|lot|ton|load)\s+of\b|\bate\s+a\s+handful\s+of\b",
         r"\b(?:oxy\w*|xanax|valium|percocet|fentanyl|heroin|opioids?|benzos?|sleeping\s+pills)\b.{0,40}\b(?:vodka|alcohol|beers?|wine|booze|whiskey|drinks?)\b|\b(?:vodka|alcohol|beer|wine|booze)\b.{0,40}\b(?:oxy\w*|xanax|valium|percocet|fentanyl|opioids?|benzos?|sleeping\s+pills)\b",
-        r"(?:약|알약|수면제|진통제|타이레놀|혈압약|당뇨약|안정제|신경안정제|항우울제|인슐린|tylenol).{0,15}(?:한꺼번에|한\s*번에|왕창|통째로|한\s*통|한통|한\s*움큼|과다\s*복용|과량|너무\s*많이|잔뜩|\d+\s*(?:알|개|정)(?:을|를|이나|씩)?\s*(?:다|한꺼번에|먹었|삼켰))",
+        r"(?:약|알약|수면제|진통제|타이레놀|혈압약|당뇨약|안정제|신경안정제|항우울제|인슐린|tylenol).{0,15}(?:한꺼번에|한\s*번에\s*(?:다|전부|몽땅|\d)|왕창|통째로|한\s*통|한통|한\s*움큼|과다\s*복용|과량|너무\s*많이|잔뜩|\d+\s*(?:알|개|정)(?:을|를|이나|씩)?\s*(?:다|한꺼번에|먹었|삼켰))",
         r"과다\s*복용(?:했|을\s*했|한\s*것\s*같)|과량\s*복용|음독|농약(?:을)?\s*(?:드셨|마셨|먹었|마신)|락스(?:를)?.{0,8}(?:마셨|먹었)|중독된\s*(?:것|거)\s*같|약\s*왕창|털어\s*넣",
         r"\boverdos(?:ed|ing|e)\b",
         r"\b(?:took|swallowed|taken|popped)\s+(?:too\s+many|way\s+too\s+many|a\s+lot\s+of|all\s+(?:my|of\s+my|the)|a\s+(?:whole|hole)\s+(?:bottle|box|pack)|\d+\s+(?:pills|tablets|capsules))",
@@ -308,7 +319,7 @@ SIGNS: dict[str, list[str]] = {
         r"소변(?:을)?\s*(?:하루\s*종일|한\s*번도|거의)?\s*(?:안\s*(?:보|나)|못\s*보|거의\s*안)|소변도\s*거의\s*안",
         r"\b(?:hasn'?t|haven'?t|not|hasnt)\s+(?:peed|passed\s+urine|wee'?d)|\bbarely\s+peeing\b|\bnot\s+peeing\b",
     ],
-    "rigors": [r"오한(?:이)?\s*(?:심|들)|덜덜\s*떨리|으슬으슬|\brigors\b|\bshaking\s+(?:chills|uncontrollably)\b|\bshivers\b|\bchills\b|\bshaking\b"],
+    "rigors": [r"오한(?:이)?\s*(?:심|들)|덜덜\s*떨리|으슬으슬|\brigors\b|\bshak\w*\s+(?:chills|uncontroll?ab?ly)\b|\bshiver\w*|\bshakin\b|몸이\s*(?:덜덜|부들부들)|떨림이\s*(?:멈추지|안\s*멈)|\bchills\b|\bshaking\b"],
     "very_unwell": [
         r"이렇게\s*아파\s*본\s*적이?\s*없|죽을\s*것\s*같이?\s*아|너무\s*아파요|축\s*처지|축\s*처져|축처져",
         r"\bnever\s+felt\s+(?:this|so)\s+ill\b|\bfeel\s+like\s+(?:i'?m\s+dying|absolute\s+death)\b|\bvery\s+(?:unwell|drowsy)\b|\breally\s+unwell\b",
@@ -321,21 +332,25 @@ SIGNS: dict[str, list[str]] = {
     "fast_heart": [r"심장이\s*(?:엄청\s*|너무\s*|막\s*)?(?:빨리|빠르게)\s*뛰|심장이\s*쿵쾅|가슴이\s*두근|\bheart\s+(?:is\s+)?racing\b|\bracing\s+heart\b|\bheart\s+flutters\b|\bpounding\s+heart\b"],
     # --- meningitis (NICE NG240) ---
     "neck_stiffness": [
+        r"\bneck\b.{0,10}\b(?:won'?t|wont|doesn'?t|can'?t|cant)\s+(?:bend|move|flex|go\s+down)\b",
         r"목(?:이|덜미|\s*뒤|\s*뒤가)?\s*(?:가|이)?\s*(?:너무\s*)?(?:뻣뻣|굳|돌처럼|경직)|고개(?:를|가)?\s*(?:못|안)\s*숙|턱이\s*가슴에\s*안\s*닿|목을?\s*(?:못\s*굽|젖혀)|목\s*뒤가\s*굳",
         r"\bstif+\s+neck\b|\bneck\b.{0,12}\b(?:is\s+|feels\s+|so\s+)?(?:stiff|rigid|locked)\b|\b(?:can'?t|cannot|cant)\s+(?:bend|move|flex)\s+(?:my|his|her)\s+neck\b|\bchin\s+(?:on|to)\s+(?:my|his|her)\s+chest\b|\bcan'?t\s+look\s+down\b",
         r"목(?:이|을)?\s*(?:안|못)\s*(?:숙|굽)",
         r"목을?\s*숙이면\s*아프",
     ],
     "photophobia": [
+        r"\b(?:light|lights|brightness)\b.{0,15}\b(?:unbearable|agony|agonising|hurts?|painful|too\s+much)\b",
         r"눈(?:이)?\s*부시|눈부시|빛(?:을|이)?\s*(?:보면|싫|못\s*보|눈부)|불(?:을|빛을?)?\s*(?:끄래|보면)|커튼을\s*쳐",
         r"\blight\b.{0,10}\b(?:hurts|killing|painful)\b|\bsensitiv\w*\s+to\s+light\b|\bphotophobia\b|\bcan'?t\s+(?:stand|bear|tolerate)\s+(?:the\s+)?(?:bright\s+)?light|\b(?:wants?|want)\s+the\s+(?:lights?\s+off|curtains\s+(?:shut|closed))|\blights?\s+are\s+killing",
         r"불을?\s*(?:꺼\s*달|끄라|끄래)",
     ],
     "nonblanching_rash": [
+        r"\b(?:glass|tumbler|press\w*)\b.{0,40}\b(?:didn'?t|doesn'?t|don'?t|won'?t|not|dont|didnt)\b.{0,20}\b(?:go\s+away|fade|disappear|blanch)|\bpurpl\w*\s+(?:spots|rash|blotches|marks|dots)\b|(?:컵|유리)(?:으로|로)?.{0,12}(?:눌러|대).{0,12}(?:그대로|안\s*(?:없어|사라|빠지))",
         r"(?:눌러도|컵으로\s*눌러도|유리컵.{0,10}|glass\s*test\s*에서)\s*(?:안|색이\s*안)\s*(?:없어|사라|빠지|지워)|안\s*없어짐|보라색\s*(?:반점|점)|멍\s*같은\s*(?:발진|반점)|자반|붉은\s*점.{0,15}(?:늘어|퍼지)",
         r"\b(?:doesn'?t|does\s+not|won'?t|didn'?t|don'?t|dont|not)\s+(?:fade|blanch|disappear)|\bnon-?blanching\b|\bpurple\s+(?:spots|rash|blotches)\b|\bbruise-like\s+rash\b|\bpin\s*-?prick\s+spots\b|\bred\s+spots\b.{0,20}\bspreading\b",
         r"\b(?:dosent|dosen'?t|does'?nt|wont)\s+(?:fade|blanch)",
     ],
+    "sunken_fontanelle": [r"숫구멍.{0,6}(?:꺼졌|꺼져|움푹|들어가)|\bsoft\s+spot\b.{0,20}\b(?:sunken|sunk|dipped|caved)\b|\bsunken\s+(?:soft\s+spot|fontanelle)\b"],
     "fontanelle": [r"숫구멍.{0,6}(?:볼록|튀어|부풀)|\bsoft\s+spot\b.{0,20}\b(?:bulging|swollen)|\bbulging\s+(?:soft\s+spot|fontanelle)|\bsoft\s+spot이?\s*bulging", r"\bsoft\s+spot\b.{0,40}\b(?:bulging|swollen)"],
     # --- obstetric (NICE NG126, NG133; RCOG GTG 57) ---
     "vaginal_bleeding": [
@@ -349,9 +364,9 @@ SIGNS: dict[str, list[str]] = {
         r"태동(?:이)?.{0,12}(?:줄었|줄어|없어|약해|안\s*느)|\bfetal\s+movement\b.{0,20}(?:거의\s*없|없|less|reduced|absent)|아기가\s*(?:안\s*놀|안\s*움직)",
         r"(?:아기|태아)(?:가)?.{0,15}(?:덜\s*움직|거의\s*안\s*움직|움직임이\s*(?:줄|약해|없))|태동이?\s*(?:약해|줄)",
         r"\b(?:baby|babys|baby'?s)\b.{0,30}\b(?:quieter|less\s+active|not\s+kicking|stopped\s+kicking|barely\s+moved|hardly\s+moving|not\s+moving\s+much)\b|\b(?:no|fewer|less)\s+kicks\b",
-        r"\bhaven'?t\s+felt\s+(?:the\s+)?baby\s+move\b",
+        r"\b(?:haven'?t|hasn'?t|havent|hasnt|not|never)\s+felt\s+(?:the\s+)?baby\s+mov\w*|태동(?:이|은)?\s*(?:하나도|전혀|통|아예|거의)\s*(?:없|안\s*느|못\s*느)",
     ],
-    "waters_broken": [r"양수(?:가)?\s*(?:터|새|흘)|물이\s*(?:주르륵|줄줄)|\bwaters?\s+(?:have\s+|has\s+|just\s+)?(?:broken|broke|breaking)|\bfluid\s+is\s+leaking\b|\bwater\s+just\s+broke\b", r"\bgush\s+of\s+(?:fluid|water)\b|\bleaking\s+fluid\b|물\s*같은\s*(?:게|것이)\s*(?:계속\s*)?(?:흘|새|나와)"],
+    "waters_broken": [r"양수(?:가)?.{0,8}(?:터|새|흘|나와|나오)|물이\s*(?:주르륵|줄줄)|\bwaters?\s+(?:have\s+|has\s+|just\s+)?(?:broken|broke|breaking)|\bfluid\s+is\s+leaking\b|\bwater\s+just\s+broke\b", r"\bgush\s+of\s+(?:fluid|water)\b|\bleaking\s+fluid\b|물\s*같은\s*(?:게|것이)\s*(?:계속\s*)?(?:흘|새|나와)"],
     "one_sided_pelvic_pain": [
         r"(?:한쪽|오른쪽|왼쪽)\s*(?:아랫)?배(?:를|가)?.{0,12}(?:아프|아파|통증|찢어질|움켜|stabbing)|한쪽\s*배가?\s*(?:넘|너무)?\s*아프",
         r"\b(?:one[- ]sided|one\s+side|left\s+side|right\s+side|on\s+my\s+(?:left|right)\s+side)\b.{0,30}\b(?:pain|cramp\w*)|\bpain\b.{0,20}\b(?:on\s+one\s+side|low\s+down\s+on\s+one\s+side|one\s+side)\b|\bdoubled\s+over\b",
@@ -366,9 +381,16 @@ SIGNS: dict[str, list[str]] = {
     ],
     "contractions": [r"규칙적으로\s*배가?\s*뭉치|배가?\s*(?:딱딱하게\s*)?뭉치고\s*아파|\bregular\s+(?:painful\s+)?(?:tightenings|contractions)\b"],
     "postpartum": [r"출산(?:하고|한\s*지|\s*후)|제왕절개|낳은\s*지|\bgave\s+birth\b|\bgiving\s+birth\b|\bafter\s+(?:my\s+)?(?:c-?section|delivery)\b|\bc-?section\b"],
-    "calf_breathless": [r"종아리(?:가)?\s*붓.{0,10}숨|\bcalf\b.{0,25}\bswollen\b.{0,30}\bbreath"],
+    "others_medicine": [
+        r"(?:할머니|할아버지|엄마|아빠|어른|부모님?|언니|오빠|형|누나)\s*(?:의\s*)?(?:약|혈압약|당뇨약|수면제|진통제|알약|심장약|우울증약)(?:을|를)?.{0,8}(?:먹|삼키|삼켰|씹)",
+        r"\b(?:got\s+into|swallowed|ate|chewed|eaten|had)\b.{0,20}\b(?:grand\w+|nan|gran|mum|mom|dad|mummy|daddy)(?:'?s)?\b.{0,25}\b(?:pills|tablets|meds|medicine|capsules)\b",
+    ],
+    "calf_breathless": [r"(?:다리|종아리)(?:가|도)?.{0,10}(?:붓|부어|부었|부은).{0,50}숨(?:이|을)?\s*(?:차|가빠|막|못)|숨(?:이|을)?\s*(?:차|가빠|막|못).{0,50}(?:다리|종아리)(?:가|도)?.{0,10}(?:붓|부어|부었)",
+        r"\b(?:short(?:ness)?\s+of\s+breath|breathless|can'?t\s+breathe|out\s+of\s+breath)\b.{0,80}\b(?:leg|calf)\s+(?:is\s+|was\s+|looks\s+)?(?:swollen|swelling|puffy)|\b(?:leg|calf)\b.{0,12}\b(?:swollen|swelling|puffy)\b.{0,60}\b(?:short(?:ness)?\s+of\s+breath|breathless|can'?t\s+breathe)\b",
+        r"종아리(?:가)?\s*붓.{0,10}숨|\bcalf\b.{0,25}\bswollen\b.{0,30}\b(?:breathless|short\s+of\s+breath|can'?t\s+breathe|struggling\s+to\s+breathe)"],
     # --- diabetic emergencies (NICE NG17/NG18; NHS hypoglycaemia) ---
-    "meter_hi": [r"(?:혈당(?:기|측정기)?|meter|glucometer|blood\s*sugar|sugar)\D{0,12}\bHI\b|\bHI\s*(?:라고|로|뜨|찍)|\bmeter\s+(?:just\s+)?says\s+HI\b|\bsays\s+HI\b"],
+    "meter_hi": [
+        r"(?:측정기|기계|미터기)\D{0,8}\bHI\b|\bHI\s*(?:나오|나와|떠|라고\s*떠)|\bmeter\b.{0,15}\b(?:says|shows|reads|reading)\s+(?:just\s+)?HI\b",r"(?:혈당(?:기|측정기)?|meter|glucometer|blood\s*sugar|sugar)\D{0,12}\bHI\b|\bHI\s*(?:라고|로|뜨|찍)|\bmeter\s+(?:just\s+)?says\s+HI\b|\bsays\s+HI\b"],
     "fruity_breath": [r"과일\s*냄새|아세톤\s*냄새|단\s*냄새가?\s*(?:나|입)|\bfruity\s+breath\b|\bbreath\b.{0,20}\b(?:smells?\s+(?:fruity|sweet|like\s+(?:nail\s+polish|pear\s+drops|acetone)))|\bbreath\s+smells?\s+fruity\b"],
     "ketones": [r"케톤|\bketones?\b|\bketoacidosis\b|\bdka\b"],
     "hypo_word": [r"저혈당|\bhypo\b|\bhypoglyc\w*|\blow\s+(?:blood\s+)?sugar\b|\bsugar\s+is\s+(?:really\s+)?low\b"],
@@ -422,11 +444,12 @@ SIGNS: dict[str, list[str]] = {
         r"rigid해|\brigid\b",
         r"배가?\s*(?:점점\s*)?딱딱해|허리를?\s*못\s*펴|\bunbearable\b|\bcan'?t\s+(?:stand|stand\s+up)\s+straight\b|\bbelly\s+(?:is\s+)?(?:hard|rock\s+hard)\b",
     ],
-    "testicular": [r"고환|\btestic\w*|\btesticle\b"],
+    "testicular": [
+        r"\b(?:one\s+of\s+)?(?:his|my)\s+(?:balls?|nuts)\b|불알|\bball\s*sack\b",r"고환|\btestic\w*|\btesticle\b"],
     "sudden": [
         r"갑자기|방금|돌연|별안간|몇\s*분\s*전|확\s*왔|\bsudden\w*|\bsudenly\b|\ball\s+of\s+a\s+sudden\b|\bout\s+of\s+nowhere\b|\bjust\s+now\b|\bminutes?\s+ago\b|\binstantly\b",
     ],
-    "chemical_eye": [r"눈에\s*(?:세제|락스|약품|화학)|(?:세제|락스|표백제).{0,10}눈에|\b(?:bleach|chemical|detergent|cleaner)\b.{0,15}\b(?:in|into)\s+my\s+eye"],
+    "chemical_eye": [r"\b(?:bleach|chemicals?|detergent|cleaner|acid|lye|caustic)\b.{0,30}\b(?:splash\w*|spray\w*|got)\b.{0,25}\beyes?\b|눈에\s*(?:세제|락스|약품|화학)|(?:세제|락스|표백제).{0,10}눈에|\b(?:bleach|chemical|detergent|cleaner)\b.{0,15}\b(?:in|into)\s+my\s+eye"],
     "dizzy": [r"어지러|어지럽|현기증|핑\s*돌|\bdizz\w*|\blight-?headed\b|\bfaint\b|\bweak\b|기운이\s*없"],
     "trauma": [r"교통사고|넘어졌|넘어지|떨어졌|부딪|사고(?:가)?\s*났|\baccident\b|\bfell\b|\bcrash\w*|\bbump(?:ed)?\b|\bhit\s+by\b"],
     "diabetic": [r"당뇨|1형|2형|\bdiabet\w*|\btype\s*[12]\b|\bt1d\b|\binsulin\b|인슐린"],
