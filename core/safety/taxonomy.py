@@ -146,7 +146,7 @@ OLD_TO_NEW: dict[str, tuple[str, ...]] = {
 }
 """Issue 3's nine labels -> the ids that cover them (its ``stroke`` also held the worst
 headache and sudden loss of sight; ``syncope_confusion`` is now two categories). Used to score
-the older annotated sets (``bot/data/triage_blind.jsonl``, ``extraction_eval.jsonl``)."""
+the older annotated sets (``bot/bench/data/triage_blind.jsonl``, ``extraction_eval.jsonl``)."""
 
 
 def accepted(gold: str | None, legacy: bool = False) -> tuple[str, ...]:
