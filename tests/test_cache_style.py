@@ -27,7 +27,8 @@ token = st.one_of(dose, number, citation, phrase, word, st.sampled_from(DRUGS),
 line = st.lists(token, min_size=1, max_size=12).map(" ".join)
 answer = st.lists(line, min_size=1, max_size=8).map("\n".join)
 
-PROTECTED = re.compile(r"\d+(?:\.\d+)?\s*(?:mg/dL|mg|mmHg|%|mmol/L|IU|mL/min/1\.73m²|회|정)?"
+# a Korean unit (회, 정) is a unit only when no Hangul follows: "0 정리하면" is a number and a phrase
+PROTECTED = re.compile(r"\d+(?:\.\d+)?\s*(?:(?:mg/dL|mg|mmHg|%|mmol/L|IU|mL/min/1\.73m²|회|정)(?![가-힣]))?"
                        r"|\[\d+\]|" + "|".join(re.escape(w) for w in DRUGS + CONDITIONS))
 
 
