@@ -134,27 +134,49 @@ class LocalServer:
         self.stop()
 
 
+STOP_TIMEOUT_S = 30.0
+
+
+def release_within(server: LocalServer, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+    """Stop ``server`` in a helper thread and wait at most ``timeout_s`` seconds.
+
+    llama.cpp joins its HTTP and slot threads when the server object is released; on a starved
+    machine that join has been seen to hang (the test suite, load from other processes), so a
+    SIGTERM must not depend on it. Returns True when the server was released in time, False when
+    the release is still running (the caller then exits the process without waiting for it).
+    """
+    done = threading.Thread(target=server.stop, name="llama-release", daemon=True)
+    done.start()
+    done.join(timeout_s)
+    return not done.is_alive()
+
+
 def serve_until_signal(config: ServeConfig, on_ready: Callable[[LocalServer], None],
-                       stop: threading.Event | None = None) -> int:
+                       stop: threading.Event | None = None,
+                       stop_timeout_s: float = STOP_TIMEOUT_S) -> int:
     """Run the server in the foreground until SIGTERM or SIGINT (or ``stop`` is set).
 
     Args:
         config: what to serve.
         on_ready: called once the server answers (prints the settings to use).
         stop: an event that also ends the loop (tests, embedding).
+        stop_timeout_s: seconds to wait for llama.cpp's threads after the stop (:func:`release_within`).
     Returns:
-        0 after a clean stop.
+        0 after a clean stop, 1 when llama.cpp did not release within ``stop_timeout_s`` (the
+        caller should then end the process with ``os._exit``: a normal exit would wait for it).
     Raises:
         LocalServerError: the server could not start.
     """
     stop = stop or threading.Event()
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
+    server = LocalServer(config)
     try:
-        with LocalServer(config) as server:
-            on_ready(server)
-            while not stop.wait(0.5):
-                pass
+        server.start()
+        on_ready(server)
+        while not stop.wait(0.5):
+            pass
     finally:
+        released = release_within(server, stop_timeout_s)
         for s, handler in previous.items():
             signal.signal(s, handler)
-    return 0
+    return 0 if released else 1
