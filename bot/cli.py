@@ -365,6 +365,24 @@ def admin_stats(as_json: bool = typer.Option(False, "--json")) -> None:
     _admin(["stats"], as_json)
 
 
+@bench_app.command("leak")
+def bench_leak_cmd(split: str = typer.Option("all", help="Attempts to run: all, dev or heldout."),
+                   threshold: Optional[float] = typer.Option(None, help="cache_similarity_threshold for every turn (default: the configured flag)."),
+                   ordinary: bool = typer.Option(False, help="Also ask the team's ordinary cache-pair questions and count how many answers are cached as shared."),
+                   attempts: Optional[Path] = typer.Option(None, help="JSONL of attempts instead of the bundled set."),
+                   as_json: bool = typer.Option(False, "--json")) -> None:
+    """Cross-user leaks through the response cache with an LLM that echoes its prompt: leaks,
+    false shares per identifier shape and language (SPEC §11 privacy)."""
+    _setup_logging()
+    from bot.bench.leak import bench_leak
+
+    if split not in ("all", "dev", "heldout"):
+        _fail("--split is all, dev or heldout")
+    if attempts is not None and not attempts.exists():
+        _fail(f"no such file: {attempts}")
+    bench_leak(split, threshold, ordinary, attempts, as_json)
+
+
 @bench_app.command("channels")
 def bench_channels_cmd(users: int = typer.Option(50, help="Concurrent simulated users."),
                        turns: int = typer.Option(2, help="Turns per user in the concurrent run."),
