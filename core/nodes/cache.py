@@ -151,6 +151,16 @@ def about_own_facts(state: AgentState) -> bool:
     return any(n.casefold() in terms for c in slots.concepts for n in (c.name_ko, c.name_en) if n)
 
 
+def hit_record(hit: dict[str, Any]) -> dict[str, Any]:
+    """What a served hit keeps about its entry, in the turn and the trace: the entry's id, the
+    match (``kind``, ``similarity``) and whether it is ``shared``; never the entry's question,
+    its owner or anything else of the user who made it (SPEC.md §11: a hit stores a reference,
+    never another user's words)."""
+    return {"entry_id": int(hit["entry_id"]), "kind": str(hit.get("kind") or ""),
+            "similarity": round(float(hit.get("similarity") or 0.0), 4),
+            "shared": hit.get("owner_user_id") is None}
+
+
 def _serve_hit(state: AgentState, svc: Services, hit: dict[str, Any]) -> dict[str, Any] | None:
     entry = svc.repo.cache_entries([hit["entry_id"]]).get(hit["entry_id"])
     if entry is None:
@@ -161,11 +171,11 @@ def _serve_hit(state: AgentState, svc: Services, hit: dict[str, Any]) -> dict[st
     answer = vary_style(entry.answer, state["lang"], level, seed) if level > 0 else entry.answer
     saved = {"tokens_saved": (entry.prompt_tokens + entry.answer_tokens) if entry.llm_calls else 0,
              "llm_calls_saved": entry.llm_calls, "ms_saved": round(entry.generation_ms, 2)}
+    record = {**hit_record(hit), **saved}
     svc.repo.set_reply(state["turn_id"], answer, True,
-                       {"cache": {**hit, **saved, "style_varied": answer != entry.answer},
+                       {"cache": {**record, "style_varied": answer != entry.answer},
                         "sources": entry.sources})
-    return {"answer": answer, "sources": entry.sources, "cache_hit": {**hit, **saved},
-            "generator": "cache"}
+    return {"answer": answer, "sources": entry.sources, "cache_hit": record, "generator": "cache"}
 
 
 def store_response(state: AgentState, svc: Services) -> dict[str, Any]:
