@@ -253,7 +253,7 @@ def test_forget_and_admin_commands(tg_agent, tmp_path):
         assert not s.exec(select(Turn).where(Turn.user_id == f"telegram:{patient}")).all()
         audit = s.exec(select(AuditLog).order_by(AuditLog.id)).scalars().all()
     actions = [(a.action, a.outcome, a.actor) for a in audit]
-    assert ("stats", "refused") == actions[0][:2] and actions[0][2].startswith("hmac-sha256:")
+    assert ("admin", "refused") == actions[0][:2] and actions[0][2].startswith("hmac-sha256:")
     assert ("profile", "ok", f"telegram:{ADMIN}") in actions
     assert ("stats", "ok", f"telegram:{ADMIN}") in actions
     assert any(a[0] == "forget" and a[1] == "ok" for a in actions)

@@ -72,6 +72,11 @@ def _question_personal(question: str) -> str:
     return "\x1f".join(sorted(found))
 
 
+def forget_findings() -> None:
+    """Empty the memory of recent questions' findings (an erasure calls it)."""
+    _question_personal.cache_clear()
+
+
 def personal_content(state: dict[str, Any]) -> dict[str, str]:
     """Everything of the user that went into this turn's answer: the personal sections, the
     retrieval query when it differs from the question (rewritten with the user's facts, in

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from core.cache.content import all_stems, content_conflict, content_words
+from core.cache.hits import hit_record
 from core.cache.cues import cue_conflict, qtype_cues
 from core.cache.key import CacheKey, build_key, key_spans, threshold_for
 from core.cache.ownership import depends_on_asker, is_personal, personal_fingerprint
@@ -74,6 +75,11 @@ def question_content(text: str, lang: str, svc: Services, slots=None) -> tuple: 
         while len(_CONTENT_MEMO) > _CONTENT_MEMO_SIZE:
             _CONTENT_MEMO.popitem(last=False)
     return found
+
+
+def forget_content_memo() -> None:
+    """Empty the memory of question texts' content words (an erasure calls it)."""
+    _CONTENT_MEMO.clear()
 
 
 def _agree(a: tuple, b: tuple) -> bool:
@@ -149,16 +155,6 @@ def about_own_facts(state: AgentState) -> bool:
     if not terms or slots is None:
         return False
     return any(n.casefold() in terms for c in slots.concepts for n in (c.name_ko, c.name_en) if n)
-
-
-def hit_record(hit: dict[str, Any]) -> dict[str, Any]:
-    """What a served hit keeps about its entry, in the turn and the trace: the entry's id, the
-    match (``kind``, ``similarity``) and whether it is ``shared``; never the entry's question,
-    its owner or anything else of the user who made it (SPEC.md §11: a hit stores a reference,
-    never another user's words)."""
-    return {"entry_id": int(hit["entry_id"]), "kind": str(hit.get("kind") or ""),
-            "similarity": round(float(hit.get("similarity") or 0.0), 4),
-            "shared": hit.get("owner_user_id") is None}
 
 
 def _serve_hit(state: AgentState, svc: Services, hit: dict[str, Any]) -> dict[str, Any] | None:
