@@ -82,13 +82,18 @@ def _agent(index: Optional[Path]):
 @app.command()
 def chat(user: str = typer.Option("local", help="Console user name (id console:<user>)."),
          index: Optional[Path] = typer.Option(None, help="Knowledge index directory.")) -> None:
-    """A console conversation with the bot."""
+    """A console conversation with the bot (commands: /help, /profile, /forget, /admin ...)."""
     _setup_logging()
-    from adapters.console import ConsoleChannel
+    from adapters.console import user_id_of
+    from bot.console_runner import chat as run_chat
 
+    try:
+        user_id_of(user)
+    except ValueError as exc:
+        _fail(str(exc))
     agent = _agent(index)
     agent.services.warm_up()
-    ConsoleChannel(agent, user=user).run()
+    run_chat(agent, agent.settings, user)
 
 
 @app.command()
