@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from core.privacy.shapes import Finding, is_known_word
-from core.privacy.vocabulary import is_team_word
+from core.privacy.vocabulary import is_team_korean_span, is_team_word
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*[A-Za-z]|[A-Za-z]")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]|[-–—(\"“'])\s*$")
@@ -47,7 +47,7 @@ _DISCOURSE = frozenset({
     "bot", "medbot", "hmm", "good", "morning", "evening", "afternoon", "help", "urgent",
     "important", "update", "follow", "next", "last", "one", "another", "other", "i", "and"})
 _KO_CUE = re.compile(r"(?:제|내|저의|나의|본인)\s*이름|이름\s*(?:은|이)\s*\S+\s*(?:이에요|예요|입니다|이고|이요|인데)"
-                     r"|\S+\s*(?:이?라고|이?라구)\s*(?:해요|합니다|하는데|불러)")
+                     r"|(?<!\S)\S+\s*(?:이?라고|이?라구)\s*(?:해요|합니다|하는데|불러)")
 _KO_HONORIFIC = re.compile(r"([가-힣]{1,4})\s?(?:씨|님|선생님|교수님|원장님|과장님|간호사님|약사님)(?![가-힣])")
 _KO_TITLES = frozenset({"선생", "의사", "교수", "약사", "간호사", "원장", "과장", "환자", "고객", "회원", "보호자",
                         "어머", "아버", "할머", "할아버", "부모", "사장", "선배", "아드", "따", "손", "여러분",
@@ -88,6 +88,18 @@ def _english_cues(text: str) -> list[Finding]:
     return out
 
 
+def _team_span(text: str, start: int, end: int) -> bool:
+    """The token ``text[start:end]`` is part of a team word as written (its whitespace-delimited
+    word begins with one that covers the token: :func:`is_team_korean_span`)."""
+    a = max(text.rfind(ch, 0, start) for ch in " \t\n,.!?()\"'") + 1
+    b = len(text)
+    for ch in " \t\n,.!?()\"'":
+        i = text.find(ch, end)
+        if i != -1:
+            b = min(b, i)
+    return is_team_korean_span(text[a:b], end - a)
+
+
 def _korean(text: str) -> list[Finding]:
     """Unknown Korean proper nouns and nouns (Kiwi), name cues and honorifics."""
     from core.retrieval.tokenize import _kiwi, _lock
@@ -97,9 +109,13 @@ def _korean(text: str) -> list[Finding]:
             if m.group(1) not in _KO_TITLES and not is_team_word(m.group(1))]
     with _lock:
         tokens = _kiwi().tokenize(text)
-    for t in tokens:
-        if (t.tag == "NNP" or (t.tag == "NNG" and t.oov)) and re.search(r"[가-힣]", t.form) \
-                and not is_team_word(t.form):
+    for t, nxt in zip(tokens, [*tokens[1:], None]):
+        if not re.search(r"[가-힣]", t.form):
+            continue
+        surname = (t.tag == "NNP" and len(t.form) == 1 and nxt is not None and nxt.start == t.start + t.len
+                   and nxt.tag in ("NNG", "NNP", "NNB"))  # 박/NNP 서/NNG 준/NNG: a name cut up
+        if surname or ((t.tag == "NNP" or (t.tag == "NNG" and t.oov)) and not is_team_word(t.form)
+                       and not _team_span(text, t.start, t.start + t.len)):
             kind = "name" if t.tag == "NNP" else "unknown_word"
             out.append(Finding(kind, t.start, t.start + t.len, text[t.start:t.start + t.len]))
     return out

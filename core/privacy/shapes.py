@@ -42,10 +42,10 @@ class Finding:
     text: str
 
 
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
-                    r"|[\w.+-]+\s*[(\[<]?\s*(?:at|골뱅이)\s*[)\]>]?\s*[\w-]+\s*[(\[<]?\s*(?:dot|닷|점)\s*"
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+                    r"|(?<![\w.+-])[\w.+-]+\s*[(\[<]?\s*(?:at|골뱅이)\s*[)\]>]?\s*[\w-]+\s*[(\[<]?\s*(?:dot|닷|점)\s*"
                     r"[)\]>]?\s*(?:com|net|org|kr|co|io|edu)\b", re.I)
-_LINK = re.compile(r"https?://\S+|www\.\S+|\b[\w-]+\.(?:com|net|org|kr|io|me|co|info|biz|example)\b"
+_LINK = re.compile(r"https?://\S+|www\.\S+|(?<![\w-])[\w-]+\.(?:com|net|org|kr|io|me|co|info|biz|example)\b"
                    r"|(?<![\w@])@[A-Za-z0-9_.]{2,}"
                    r"|\b(?:instagram|insta|twitter|kakao\s*(?:talk)?\s*id|line\s*id|telegram|facebook"
                    r"|tiktok|snapchat|wechat|discord)\b\s*(?:id|handle)?\s*[:：]?\s*\S+"
@@ -57,7 +57,7 @@ _SPELLED_EN = re.compile(r"\b(?:(?:zero|oh|one|two|three|four|five|six|seven|eig
                          r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)\b", re.I)
 _SPELLED_KO = re.compile(r"(?:[공영일이삼사오육륙칠팔구]\s?){7,}")
 _LONG_DIGITS = re.compile(r"\d{6,}")
-_CODE = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z0-9-]*[A-Za-z])(?=[A-Za-z0-9-]*\d)"
+_CODE = re.compile(r"(?<![A-Za-z0-9-])(?=[A-Za-z0-9-]*[A-Za-z])(?=[A-Za-z0-9-]*\d)"
                    r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?![A-Za-z0-9])")
 _UNIT = re.compile(r"\d+(?:\.\d+)?(?:mg|mcg|ug|g|kg|ml|l|dl|mmhg|bpm|iu|u|h|hr|hrs|min|mins|am|pm|x"
                    r"|st|nd|rd|th|yo|cm|mm|m|ft|in|lb|lbs|oz|k|d|w|wk|wks|y|yr|yrs|mmol|s|s?ec|kcal"
@@ -77,7 +77,7 @@ _DATE = re.compile(r"(?<!\d)(?:19|20)\d{2}\s*[-./년]\s*\d{1,2}\s*[-./월]\s*\d{
                    r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|"
                    r"nov|dec)[a-z]*\.?,?\s+(?:19|20)\d{2}\b", re.I)
 _BIRTH = re.compile(r"\b(?:born|birthday|birth\s*date|date of birth|d\.?o\.?b\.?)\b"
-                    r"|생일|생년월일|\d{2,4}\s*년\s*생|\d+\s*월\s*\d+\s*일\s*생|년생|생이에요|생입니다", re.I)
+                    r"|생일|생년월일|(?<!\d)\d{2,4}\s*년\s*생|(?<!\d)\d{1,2}\s*월\s*\d{1,2}\s*일\s*생|년생|생이에요|생입니다", re.I)
 _STREET = re.compile(
     r"\b\d+[A-Za-z]?,?\s+(?:[A-Z][A-Za-z]+\s+){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane"
     r"|Ln|Drive|Dr|Place|Pl|Way|Court|Ct|Parkway|Pkwy|Terrace|Loop|Square|Sq|Close|Crescent|street|avenue"
@@ -88,7 +88,8 @@ _ADDRESS = re.compile(
     r"|(?:서울|부산|대구|인천|광주|대전|울산|세종|경기|강원|충북|충남|충청|전북|전남|전라|경북|경남|경상|제주)"
     r"(?:특별시|광역시|특별자치시|특별자치도|도|시)?\s*[가-힣]{1,6}(?:시|구|군)"
     r"|[가-힣]{1,6}(?:구|군)\s+[가-힣]{1,6}(?:동|읍|면|리)(?![가-힣])|[가-힣]{2,8}(?:대로|로|길)\s?\d+-\d+"
-    r"|\d+\s*번길|\d+(?:-\d+)?\s*번지|\d+\s*동\s*\d+\s*호|[가-힣]+(?:아파트|빌라|오피스텔)"
+    r"|(?<!\d)\d+\s*번길|(?<![\d-])\d+(?:-\d+)?\s*번지|(?<!\d)\d+\s*동\s*\d+\s*호"
+    r"|(?<![가-힣])[가-힣]+(?:아파트|빌라|오피스텔)"
     r"|주소|사는\s*곳|살고\s*있|살아요|사는데", re.I)
 _ID_CUE = re.compile(
     r"\b(?:ssn|social security|social insurance|national (?:id|insurance)|nhs (?:number|no)|id (?:number|no)"

@@ -69,8 +69,9 @@ _ASK_KO = re.compile(
     r"\s*[?？]*\s*$")
 _STATE_KO = re.compile(r"(?:요|다|음|임|데|고|서|며|구|죠)\s*[.!~]*\s*$")
 _FIRST_KO = re.compile(r"(?:저는|제가|저도|저희|제\s|내가|나는|내\s|우리\s|저\s|전\s|본인)")
-_CLAUSE_KO = re.compile(r"[가-힣]+(?:인데|는데|었는데|았는데|했는데|이고|하고\s*있고|있고|어서|아서|해서|이라서|라서)"
-                        r"(?=[\s,])")
+_CLAUSE_KO = re.compile(r"(?<![가-힣])[가-힣]+(?:인데|는데|었는데|았는데|했는데|이고|하고\s*있고|있고|어서|아서|해서|이라서|라서)요?"
+                        r"(?=[\s,.]|$)")
+_COPULA_KO = re.compile(r"(?:인데|이고|이라서|라서)요?$")
 
 
 def _statements_en(text: str) -> list[Finding]:
@@ -87,18 +88,29 @@ def _statements_ko(text: str) -> list[Finding]:
     out = []
     for m in _SENTENCE.finditer(text):
         sent = m.group(0)
-        if not re.search(r"[가-힣]", sent) or sent.rstrip().endswith(("?", "？")):
+        if not re.search(r"[가-힣]", sent):
             continue
-        if _ASK_KO.search(sent) or _WH_KO.search(sent):
-            clause = _CLAUSE_KO.search(sent)  # "당뇨가 있는데 … 되나요": the clause is a statement
-            if clause and _FIRST_KO.search(sent[:clause.end()] + " ") is not None or (
-                    clause and re.search(r"있|먹|복용|받|했|진단|앓", clause.group(0))):
+        if sent.rstrip().endswith(("?", "？")) or _ASK_KO.search(sent) or _WH_KO.search(sent):
+            clause = _background_clause(sent)  # "당뇨가 있는데 … 되나요?": the clause states
+            if clause is not None:
                 out.append(Finding("statement", m.start() + clause.start(), m.start() + clause.end(),
                                    clause.group(0)))
-            continue
-        if _STATE_KO.search(sent):
+        elif _STATE_KO.search(sent):
             out.append(Finding("statement", m.start(), m.end(), sent.strip()))
     return out
+
+
+def _background_clause(sent: str) -> re.Match[str] | None:
+    """The clause of a Korean question that states something about the asker: it ends in a
+    connective (``있는데``, ``먹고 있고``, ``인데요,``) and has a first-person word, a verb of
+    having, taking or being diagnosed, or a copula (``박서준인데요``, ``임산부인데``)."""
+    clause = _CLAUSE_KO.search(sent)
+    if clause is None:
+        return None
+    if (_FIRST_KO.search(sent[:clause.end()] + " ") or re.search(r"있|먹|복용|받|했|진단|앓", clause.group(0))
+            or _COPULA_KO.search(clause.group(0))):
+        return clause
+    return None
 
 
 def _pregnancy_in_first_person(text: str) -> list[Finding]:

@@ -26,6 +26,7 @@ from functools import lru_cache
 from importlib import resources
 
 _LATIN = re.compile(r"[A-Za-z]+")
+_HANGUL_WORD = re.compile(r"[가-힣]{2,}")
 
 
 def _team_texts() -> list[str]:
@@ -64,7 +65,30 @@ def team_vocabulary() -> frozenset[str]:
     words.update(tokenize("\n".join(t for t in texts if re.search(r"[가-힣]", t))))  # one Kiwi call
     for text in texts:
         words.update(w.lower() for w in _LATIN.findall(text))
+        words.update(w for w in text.split() if _HANGUL_WORD.fullmatch(w))  # whole names: 만성콩팥병
     return frozenset(words)
+
+
+@lru_cache(maxsize=1)
+def _korean_sorted() -> list[str]:
+    return sorted(w for w in team_vocabulary() if _HANGUL_WORD.fullmatch(w))
+
+
+def is_team_korean_span(word: str, end: int) -> bool:
+    """True when the first ``end`` characters of the Korean ``word`` (a whitespace-delimited
+    word, particles included) are covered by a team word: a team word is a prefix of ``word``
+    at least ``end`` long (``오메프라졸`` in ``오메프라졸을``), or ``word[:end]`` begins a team
+    word (``수족구`` of ``수족구병``). Kiwi cuts unfamiliar drug and disease names into pieces;
+    the word as written is what the team's vocabulary knows."""
+    import bisect
+
+    vocab = team_vocabulary()
+    if any(word[:n] in vocab for n in range(end, len(word) + 1)):
+        return True
+    head = word[:end]
+    words = _korean_sorted()
+    i = bisect.bisect_left(words, head)
+    return i < len(words) and words[i].startswith(head)
 
 
 def _variants(word: str) -> set[str]:
