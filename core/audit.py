@@ -1,4 +1,4 @@
-"""The audit log and the pseudonym it keeps instead of a user id (issue 5, issue 12).
+"""The audit log and the pseudonym it keeps instead of a user id (SPEC.md §8 admin, §11 privacy).
 
 An audit row and an erasure tombstone name their user by ``hmac-sha256:`` + the first 32 hex
 digits (128 bits) of HMAC-SHA256(key, user id) (RFC 2104; truncation to half the hash length, as
