@@ -8,8 +8,8 @@ from dataclasses import asdict
 from typing import Any
 
 from core.cache.content import all_stems, content_conflict, content_words
-from core.cache.hits import hit_record
 from core.cache.cues import cue_conflict, qtype_cues
+from core.cache.hits import hit_record
 from core.cache.key import CacheKey, build_key, key_spans, threshold_for
 from core.cache.ownership import depends_on_asker, is_personal, personal_fingerprint
 from core.cache.response_cache import CacheCandidate, usable
