@@ -82,13 +82,18 @@ def _agent(index: Optional[Path]):
 @app.command()
 def chat(user: str = typer.Option("local", help="Console user name (id console:<user>)."),
          index: Optional[Path] = typer.Option(None, help="Knowledge index directory.")) -> None:
-    """A console conversation with the bot."""
+    """A console conversation with the bot (commands: /help, /profile, /forget, /admin ...)."""
     _setup_logging()
-    from adapters.console import ConsoleChannel
+    from adapters.console import user_id_of
+    from bot.console_runner import chat as run_chat
 
+    try:
+        user_id_of(user)
+    except ValueError as exc:
+        _fail(str(exc))
     agent = _agent(index)
     agent.services.warm_up()
-    ConsoleChannel(agent, user=user).run()
+    run_chat(agent, agent.settings, user)
 
 
 @app.command()
@@ -363,6 +368,24 @@ def admin_clear(user: str = typer.Argument(..., help="Full user id, e.g. slack:T
 def admin_stats(as_json: bool = typer.Option(False, "--json")) -> None:
     """Users, turns, cache hit rate, LLM calls and latency percentiles."""
     _admin(["stats"], as_json)
+
+
+@bench_app.command("leak")
+def bench_leak_cmd(split: str = typer.Option("all", help="Attempts to run: all, dev or heldout."),
+                   threshold: Optional[float] = typer.Option(None, help="cache_similarity_threshold for every turn (default: the configured flag)."),
+                   ordinary: bool = typer.Option(False, help="Also ask the team's ordinary cache-pair questions and count how many answers are cached as shared."),
+                   attempts: Optional[Path] = typer.Option(None, help="JSONL of attempts instead of the bundled set."),
+                   as_json: bool = typer.Option(False, "--json")) -> None:
+    """Cross-user leaks through the response cache with an LLM that echoes its prompt: leaks,
+    false shares per identifier shape and language (SPEC §11 privacy)."""
+    _setup_logging()
+    from bot.bench.leak import bench_leak
+
+    if split not in ("all", "dev", "heldout"):
+        _fail("--split is all, dev or heldout")
+    if attempts is not None and not attempts.exists():
+        _fail(f"no such file: {attempts}")
+    bench_leak(split, threshold, ordinary, attempts, as_json)
 
 
 @bench_app.command("channels")

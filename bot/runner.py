@@ -201,13 +201,13 @@ def run_service(settings: Settings | None = None) -> int:
     """
     settings = settings or get_settings()
     if not configured_channels(settings):
-        from adapters.console import ConsoleChannel
+        from bot.console_runner import chat
         from core.agent import Agent
 
         print("medbot: console channel (no other channel configured).", file=sys.stderr)
         agent = Agent(settings)
         agent.services.warm_up()  # index, Kiwi and the embedder before the first question
-        ConsoleChannel(agent, user="local").run()
+        chat(agent, settings, user="local")
         return 0
     print(f"medbot: starting {', '.join(configured_channels(settings))}", file=sys.stderr)
     return 0 if asyncio.run(serve(settings)) else 1

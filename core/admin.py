@@ -40,6 +40,9 @@ _T = {
     "cleared": {"ko": "{user}의 모든 데이터를 삭제했어요 ({n}개 행, Redis 키 {k}개).",
                 "en": "Erased everything of {user} ({n} rows, {k} Redis keys)."},
     "no_user": {"ko": "{user}에 대해 저장된 데이터가 없어요.", "en": "Nothing is stored about {user}."},
+    "private": {"ko": "관리자 명령은 봇과의 1:1 대화(개인 채팅)에서만 사용할 수 있어요. 개인 채팅에서 다시 보내 주세요.",
+                "en": "Admin commands work only in a private chat with me. Please send it again in a "
+                      "private chat."},
 }
 
 
@@ -77,29 +80,43 @@ class AdminService:
         return user_id in self.settings.admin_id_set
 
     def command(self, actor: str, args: list[str], channel: str = "", lang: str = "en",
-                trusted: bool = False) -> AdminReply:
+                trusted: bool = False, private: bool = False) -> AdminReply:
         """Run ``admin <args>`` for ``actor`` and audit it.
 
         Args:
             actor: the caller's channel-scoped id (or ``cli:<login>`` with ``trusted``).
             args: ``["profile", uid]``, ``["clear", uid]`` or ``["stats"]``.
             trusted: the shell operator (skips the allow-list check).
+            private: the command came in a chat only the caller sees (a direct message, an
+                ephemeral slash-command reply, the console); outside one, nothing is revealed
+                or done and the caller is told to use a private chat.
         Returns:
-            :class:`AdminReply`; a polite refusal for non-admins (audited with a hashed actor).
+            :class:`AdminReply`; a polite refusal for non-admins (audited with a hashed actor),
+            for an admin outside a private chat, and for bad usage. The audit row names the
+            action only from :data:`ACTIONS` (``admin`` for anything else): never the words
+            typed.
         """
         lang = lang if lang in ("ko", "en") else "en"
         action = args[0].lower() if args else ""
+        known = action if action in ACTIONS else "admin"
         if not (trusted or self.is_admin(actor)):
-            record_audit(self.engine, subject_hash(actor, self.key), action or "admin", None,
-                         "refused", channel, key=self.key)
+            record_audit(self.engine, subject_hash(actor, self.key), "admin", None, "refused",
+                         channel, key=self.key)
             return AdminReply(_T["refused"][lang], {"error": "not an admin"}, ok=False)
+        if not (trusted or private):
+            record_audit(self.engine, actor, known, None, "not_private", channel, key=self.key)
+            return AdminReply(_T["private"][lang], {"error": "not a private chat"}, ok=False)
         if action not in ACTIONS or (action != "stats" and len(args) != 2):
+            record_audit(self.engine, actor, known, None, "usage", channel, key=self.key)
             return AdminReply(_T["usage"][lang], {"error": "usage"}, ok=False)
         if action == "stats":
             data = self.stats()
             record_audit(self.engine, actor, "stats", None, "ok", channel, key=self.key)
             return AdminReply(render_stats(data), data)
-        target = args[1]
+        return self._on_user(action, args[1], actor, channel, lang)
+
+    def _on_user(self, action: str, target: str, actor: str, channel: str, lang: str) -> AdminReply:
+        """``profile`` or ``clear`` of ``target`` (audited)."""
         if action == "profile":
             data = self.profile(target, lang)
             found = bool(data["turns"] or data["facts"])

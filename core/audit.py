@@ -1,4 +1,4 @@
-"""The audit log and the pseudonym it keeps instead of a user id (issue 5, issue 12).
+"""The audit log and the pseudonym it keeps instead of a user id (SPEC.md §8 admin, §11 privacy).
 
 An audit row and an erasure tombstone name their user by ``hmac-sha256:`` + the first 32 hex
 digits (128 bits) of HMAC-SHA256(key, user id) (RFC 2104; truncation to half the hash length, as
@@ -32,6 +32,12 @@ log = logging.getLogger(__name__)
 KEY_FILE = "audit-hmac.key"
 PREFIX = "hmac-sha256:"
 MIN_KEY_CHARS = 32
+ACTIONS = frozenset({"profile", "clear", "stats", "forget", "admin"})
+"""What an audit row may name as its action; ``admin`` is an admin command that was not run
+(refused, bad usage, asked outside a private chat): never the word the user typed."""
+OUTCOMES = frozenset({"ok", "refused", "error", "not_found", "usage", "not_private"})
+CHANNELS = frozenset({"", "telegram", "slack", "console", "cli", "other"})
+MAX_ACTOR_CHARS = 200
 
 
 def audit_key(settings) -> bytes:  # noqa: ANN001 (config.settings.Settings)
@@ -89,15 +95,26 @@ def record_audit(engine: Engine, actor: str, action: str, subject: str | None = 
                  *, key: bytes) -> int:
     """Append one audit row (committed before returning); returns its id.
 
+    Every text column holds fixed vocabulary or a pseudonym, whatever the caller passes: an
+    ``action`` outside :data:`ACTIONS` is stored as ``admin``, an ``outcome`` outside
+    :data:`OUTCOMES` as ``error``, a ``channel`` outside :data:`CHANNELS` as ``other``, and an
+    ``actor`` longer than 200 characters by its pseudonym, so no user's words reach the row
+    and every value fits its column.
+
     Args:
-        actor: who acted: an admin id, ``cli:<login>``, or (for ordinary users) a pseudonym.
-        action: ``profile``, ``clear``, ``stats``, ``forget``...
+        actor: who acted: an admin id (``ADMIN_IDS``), ``cli:<login>``, or (for ordinary users)
+            a pseudonym.
+        action: one of :data:`ACTIONS`.
         subject: the target user id; only its :func:`subject_hash` is stored.
-        outcome: ``ok``, ``refused``, ``error``, ``not_found``.
-        detail: JSON-serialisable counts and names; never user text.
+        outcome: one of :data:`OUTCOMES`.
+        channel: one of :data:`CHANNELS`.
+        detail: JSON-serialisable counts and table names; never user text.
         key: the deployment's :func:`audit_key`.
     """
-    row = AuditLog(actor=actor, channel=channel, action=action, outcome=outcome,
+    row = AuditLog(actor=actor if len(actor) <= MAX_ACTOR_CHARS else subject_hash(actor, key),
+                   channel=channel if channel in CHANNELS else "other",
+                   action=action if action in ACTIONS else "admin",
+                   outcome=outcome if outcome in OUTCOMES else "error",
                    subject_hash=subject_hash(subject, key) if subject else None, detail=detail or {})
     with Session(engine) as s:
         s.add(row)

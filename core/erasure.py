@@ -11,7 +11,11 @@ Every store is covered:
   process's FAISS mirror follows; this process's mirror is refreshed at once;
 - **Redis**: every key that names the user (rate-limit counters and any other
   ``medbot:u:{<user>}:...`` key);
-- **in-process state**: the rate limiter's counters;
+- **other users' turns**: a cache-hit turn references the entry it was served by id only; any
+  other field an older version kept there (the entry's question, its owner) is removed from the
+  turns that reference the user's entries (:func:`core.cache.hits.scrub_hit_references`);
+- **in-process state**: the rate limiter's counters, and this process's memories of recent
+  question texts (the cache's content words, the question vectors, the ownership findings);
 - **database files** (issue 12): SQLite's WAL is checkpointed and truncated, with
   ``secure_delete`` on for every connection so the deleted cells are zeroed; on Postgres the
   touched tables are vacuumed (``ERASURE_VACUUM``: ``VACUUM FULL`` by default) where the role
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +44,7 @@ from sqlmodel import SQLModel
 
 from core.audit import record_audit, subject_hash
 from core.cache.eviction import delete_entries
+from core.cache.hits import scrub_hit_references
 from core.retention import purge_users, row_selector
 from storage import tombstones
 from storage.db import scrub_deleted
@@ -57,6 +63,8 @@ class ErasureResult:
         rows: rows deleted per table (tables with none are absent).
         cache_entries: response-cache entries deleted.
         redis_keys: Redis keys deleted.
+        references: other users' cache-hit turns whose reference to the user's entries was cut
+            down to the entry id (:func:`core.cache.hits.scrub_hit_references`).
         epoch: the user's erasure epoch after this erasure (:mod:`storage.tombstones`).
         scrub: what :func:`storage.db.scrub_deleted` did to the database files.
         audit_id: the id of the audit row written.
@@ -66,6 +74,7 @@ class ErasureResult:
     rows: dict[str, int] = field(default_factory=dict)
     cache_entries: int = 0
     redis_keys: int = 0
+    references: int = 0
     epoch: int = 0
     scrub: dict[str, Any] = field(default_factory=dict)
     audit_id: int | None = None
@@ -99,29 +108,36 @@ def erase_user(engine: Engine, user_id: str, *, key: bytes, actor: str, action: 
     """
     md = metadata or SQLModel.metadata
     result = ErasureResult(subject_hash(user_id, key))
-    result.cache_entries = delete_entries(engine, user_cache_ids(engine, user_id, md))
-    touched = _purge(engine, user_id, result, md)
+    entry_ids = user_cache_ids(engine, user_id, md)
+    result.cache_entries = delete_entries(engine, entry_ids)
+    touched = _purge(engine, user_id, result, md, entry_ids)
     if redis is not None:
         result.redis_keys = erase_redis_keys(redis, user_id)
     if limiter is not None:
         limiter.forget(user_id)
     if cache is not None:
         cache.refresh_if_stale()
+    forget_process_memos()
     result.scrub = scrub_deleted(engine, touched, vacuum)
     result.audit_id = record_audit(
         engine, actor, action, user_id, "ok" if result.found else "not_found", channel,
-        {"rows": result.rows, "redis_keys": result.redis_keys, "scrub": result.scrub}, key=key)
+        {"rows": result.rows, "redis_keys": result.redis_keys, "references": result.references,
+         "scrub": result.scrub}, key=key)
     log.info("erased %s: %s", result.subject_hash, result.rows)
     return result
 
 
-def _purge(engine: Engine, user_id: str, result: ErasureResult, md: MetaData) -> list[str]:
-    """One transaction under the user's erasure lock: every row of the user, the user id in
-    old audit rows replaced by the pseudonym, the tombstone's epoch bumped. Fills
-    ``result.rows`` and ``result.epoch``; returns the tables whose files hold deleted rows."""
+def _purge(engine: Engine, user_id: str, result: ErasureResult, md: MetaData,
+           entry_ids: list[int]) -> list[str]:
+    """One transaction under the user's erasure lock: every row of the user, other users'
+    references to the user's cache entries cut down to the id, the user id in old audit rows
+    replaced by the pseudonym, the tombstone's epoch bumped. Fills ``result.rows``,
+    ``result.references`` and ``result.epoch``; returns the tables whose files hold deleted or
+    rewritten rows."""
     with engine.begin() as conn:
         tombstones.lock(conn, result.subject_hash)
         result.rows = purge_users(conn, [user_id], md)
+        result.references = scrub_hit_references(conn, entry_ids)
         if result.rows.get(CacheEntry.__tablename__):  # inserted since delete_entries ran
             Repository(engine).bump_generation(Repository.CACHE_GENERATION, conn)
         renamed = conn.execute(update(AuditLog).where(AuditLog.actor == user_id)
@@ -130,7 +146,20 @@ def _purge(engine: Engine, user_id: str, result: ErasureResult, md: MetaData) ->
     if result.cache_entries:
         result.rows[CacheEntry.__tablename__] = \
             result.rows.get(CacheEntry.__tablename__, 0) + result.cache_entries
-    return sorted(set(result.rows) | ({AuditLog.__tablename__} if renamed else set()))
+    rewritten = ({AuditLog.__tablename__} if renamed else set()) | ({"turn"} if result.references else set())
+    return sorted(set(result.rows) | rewritten)
+
+
+def forget_process_memos() -> None:
+    """Empty this process's memories of recent question texts (the response cache's content
+    words, the question vectors, the ownership findings), where those modules are loaded: an
+    erased user's words must not stay readable in them. Other processes' memories are bounded
+    LRUs (2,048 texts at most) that new questions overwrite."""
+    for module, func in (("core.nodes.cache", "forget_content_memo"), ("core.qtype", "forget_vectors"),
+                         ("core.cache.ownership", "forget_findings")):
+        loaded = sys.modules.get(module)
+        if loaded is not None:
+            getattr(loaded, func)()
 
 
 def user_cache_ids(engine: Engine, user_id: str, metadata: MetaData | None = None) -> list[int]:

@@ -55,6 +55,9 @@ TEXTS: dict[str, dict[str, str]] = {
     "closing": {"ko": "서비스가 재시작 중이에요. 잠시 후 다시 보내 주세요.",
                 "en": "The service is restarting. Please send your message again in a moment."},
     "profile_head": {"ko": "제가 기억하는 내용이에요 (대화 {n}회):", "en": "What I remember ({n} messages):"},
+    "private": {"ko": "저장된 정보는 봇과의 1:1 대화(개인 채팅)에서만 보여 드려요. 개인 채팅에서 /profile 을 보내 주세요.",
+                "en": "I show what I remember only in a private chat with me. Please send /profile "
+                      "in a private chat."},
 }
 
 
@@ -188,12 +191,15 @@ class Frontdesk:
             text = TEXTS["help"][lang].format(emergency=self.settings.emergency_number)
             return OutboundMessage(text=text, lang=lang, kind="command")
         if msg.command == "profile":
+            if not msg.private:  # a group would read the user's facts
+                return _notice("private", lang)
             return await asyncio.to_thread(self._own_profile, msg.user_id, lang)
         if msg.command == "forget":
             await asyncio.to_thread(self.forget, msg.user_id, msg.channel)
             return OutboundMessage(text=TEXTS["forgotten"][lang], lang=lang, kind="command")
         if msg.command == "admin":
-            res = await asyncio.to_thread(self.admin.command, msg.user_id, msg.args, msg.channel, lang)
+            res = await asyncio.to_thread(self.admin.command, msg.user_id, msg.args, msg.channel, lang,
+                                          private=msg.private)
             return OutboundMessage(text=res.text, lang=lang, kind="command" if res.ok else "notice")
         return await self._turn(msg, typing)
 

@@ -14,8 +14,14 @@ class InboundMessage(BaseModel):
 
     Attributes:
         channel: ``console``, ``telegram``, ``slack``...
-        user_id: stable channel-scoped id, e.g. ``console:alice``, ``telegram:42``.
-        session_id: the conversation (a chat, a Slack thread); defaults to the user id.
+        user_id: stable channel-scoped id, e.g. ``console:alice``, ``telegram:42`` (at most
+            200 characters: the ``user.id`` column).
+        session_id: the conversation (a chat, a Slack thread); defaults to the user id (at most
+            200 characters).
+        private: the chat is seen only by this user and the bot (a Telegram private chat, a
+            Slack DM, an ephemeral slash-command reply, the console); set by the adapter from
+            the platform's chat type. ``False`` (the default) when in doubt: commands that show
+            stored data (``profile``, ``admin``) answer only in a private chat.
         text: the raw text (any length; the core truncates what it sends to a model, never
             what it stores).
         locale: optional language hint (``ko``, ``en``); detected from the text when absent.
@@ -32,8 +38,9 @@ class InboundMessage(BaseModel):
     """
 
     channel: str = "console"
-    user_id: str
-    session_id: str | None = None
+    user_id: str = Field(max_length=200)
+    session_id: str | None = Field(default=None, max_length=200)
+    private: bool = False
     text: str
     locale: str | None = None
     role: Role = "patient"

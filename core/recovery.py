@@ -96,15 +96,21 @@ def claim(repo: Repository, turn: Turn) -> bool:
                                  if_owner=str(meta.get("owner") or ""))
 
 
-def claim_interrupted(repo: Repository, stale_s: float, limit: int = 1000) -> list[Turn]:
+def claim_interrupted(repo: Repository, stale_s: float, limit: int = 1000,
+                      sessions: set[str] | None = None) -> list[Turn]:
     """Find and claim the interrupted turns (oldest first) for this process.
 
+    Args:
+        sessions: only turns of these sessions (a console claims its own conversation and
+            leaves every other channel's turns to the service); ``None``: every session.
     Returns:
         The claimed turns, re-read: ``meta["attempts"]`` counts this claim, and
         :func:`should_resume` tells whether to re-run or to give up on each.
     """
     out = []
     for turn in repo.unanswered_turns(limit):
+        if sessions is not None and turn.session_id not in sessions:
+            continue
         if is_interrupted(turn, stale_s) and claim(repo, turn):
             fresh = repo.turn(turn.id)  # type: ignore[arg-type]
             if fresh is not None:

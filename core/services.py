@@ -92,14 +92,17 @@ class Services:
 
     def warm_up(self) -> None:
         """Load what the first turn would otherwise wait for: the knowledge index (installing
-        the shipped one on first run), Kiwi's model and the embedder's first call. The service
-        calls this at start (issue 14: Kiwi's load took 2.5 s idle, 17 s on a busy machine)."""
+        the shipped one on first run), Kiwi's model, the vocabulary the cache's ownership rule
+        reads (:mod:`core.privacy.vocabulary`) and the embedder's first call. The service calls
+        this at start (issue 14: Kiwi's load took 2.5 s idle, 17 s on a busy machine)."""
+        from core.privacy.vocabulary import team_vocabulary
         from core.retrieval import tokenize
 
         if self.default_index:  # a rebuild (rare: the shipped index does not match) shows progress here,
             ensure_default_index(self.index_dir, self.embedder, progress=True)  # not in the chat
         self.index()
         tokenize.load()
+        team_vocabulary()
         self.embedder.embed_query("warm-up")
         _trim_heap()
 

@@ -65,14 +65,14 @@ class Fact(SQLModel, table=True):
     user_id: str = Field(index=True, foreign_key="user.id", max_length=200)
     turn_id: int | None = Field(default=None, foreign_key="turn.id")
     slot: str = Field(index=True, max_length=32)
-    key: str = Field(index=True, max_length=64)
-    name: str = Field(max_length=200)
+    key: str = Field(sa_column=Column(Text, nullable=False, index=True))
+    name: str = Field(sa_column=Column(Text, nullable=False))
     value: float | None = None
     value2: float | None = None
-    text_value: str | None = Field(default=None, max_length=200)
-    unit: str | None = Field(default=None, max_length=32)
-    cui: str | None = Field(default=None, max_length=16)
-    tui: str | None = Field(default=None, max_length=8)
+    text_value: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    unit: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    cui: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    tui: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     confidence: float = 1.0
     status: str = Field(default="active", max_length=16)
     mentions: int = 1
@@ -125,7 +125,7 @@ class CacheEntry(SQLModel, table=True):
     answer: str = Field(sa_column=Column(Text, nullable=False))
     sources: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     lang: str = Field(default="en", max_length=8)
-    embedder: str = Field(max_length=120)
+    embedder: str = Field(sa_column=Column(Text, nullable=False))
     embedding: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     owner_user_id: str | None = Field(default=None, index=True, max_length=200)
     profile_fingerprint: str | None = Field(default=None, max_length=32)
@@ -139,9 +139,9 @@ class CacheEntry(SQLModel, table=True):
     struct_key: str | None = Field(default=None, index=True, max_length=32)
     concept_key: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     qtype: str = Field(default="", max_length=32)
-    polarity: str = Field(default="", max_length=400)
-    soft_polarity: str = Field(default="", max_length=200)
-    numbers: str = Field(default="", max_length=400)
+    polarity: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    soft_polarity: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    numbers: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     prompt_tokens: int = 0
     llm_calls: int = 0
 

@@ -365,8 +365,8 @@ def _touch_user(s: Session, user_id: str, locale: str | None) -> None:
     """Create the user row if missing, else update ``last_seen_at`` (and locale if given)."""
     user = s.get(User, user_id)
     if user is None:
-        user = User(id=user_id, locale=locale)
+        user = User(id=user_id, locale=locale[:16] if locale else None)
     user.last_seen_at = utcnow()
     if locale:
-        user.locale = locale
+        user.locale = locale[:16]  # an IETF tag from the platform; the column holds 16
     s.add(user)

@@ -58,25 +58,26 @@ def test_only_configured_ids_are_admins_and_every_command_is_audited(tmp_path):
     assert not admin.is_admin("slack:T1:UADMIN2") and not admin.is_admin("admin")
     refused = admin.command("telegram:1", ["stats"], "telegram")
     assert not refused.ok and "allow-listed" in refused.text
-    usage = admin.command(ADMIN, ["profile"], "slack")
+    usage = admin.command(ADMIN, ["profile"], "slack", private=True)
     assert not usage.ok and "Usage" in usage.text
-    prof = admin.command(ADMIN, ["profile", "telegram:1"], "slack")
+    prof = admin.command(ADMIN, ["profile", "telegram:1"], "slack", private=True)
     assert prof.ok and prof.data["turns"] == 2 and len(prof.data["working"]) == 2
     assert "question 0" in prof.text and "working memory" in prof.text
     assert prof.data["tiers"]["memorysummary"]["count"] == 1
     assert "Summary: asks about" in prof.text and "semantic memory" in prof.text
-    stats = admin.command(ADMIN, ["stats"], "slack", lang="ko")
+    stats = admin.command(ADMIN, ["stats"], "slack", lang="ko", private=True)
     assert stats.ok and stats.data["users"] == 3 and "p95" in stats.text
-    clear = admin.command(ADMIN, ["clear", "telegram:1"], "slack")
+    clear = admin.command(ADMIN, ["clear", "telegram:1"], "slack", private=True)
     assert clear.ok and clear.data["rows"]["turn"] == 2
-    assert admin.command(ADMIN, ["profile", "telegram:1"], "slack").data["turns"] == 0
+    assert admin.command(ADMIN, ["profile", "telegram:1"], "slack", private=True).data["turns"] == 0
     with Session(engine) as s:
         audit = [(a.actor, a.action, a.outcome, a.subject_hash)
                  for a in s.exec(select(AuditLog).order_by(AuditLog.id)).scalars()]
     pseudonym = subject_hash("telegram:1", admin.key)
     assert pseudonym.startswith("hmac-sha256:") and len(pseudonym) == 44
     assert audit == [
-        (pseudonym, "stats", "refused", None),
+        (pseudonym, "admin", "refused", None),  # never the word typed (fixed vocabulary)
+        (ADMIN, "profile", "usage", None),
         (ADMIN, "profile", "ok", pseudonym),
         (ADMIN, "stats", "ok", None),
         (ADMIN, "clear", "ok", pseudonym),
@@ -95,7 +96,7 @@ def test_no_text_or_role_makes_a_user_admin(agent, tmp_path):
     replies = [asyncio.run(fd.respond(m)) for m in attempts]
     assert all(r.kind == "notice" and "allow-listed" in r.text for r in replies)
     ok = asyncio.run(fd.respond(InboundMessage(channel="slack", user_id=ADMIN, text="admin stats",
-                                               command="admin", args=["stats"])))
+                                               command="admin", args=["stats"], private=True)))
     assert ok.kind == "command" and "users:" in ok.text
 
 

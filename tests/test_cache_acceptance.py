@@ -77,7 +77,9 @@ def test_another_users_personal_answer_misses_and_the_owner_is_served(agent):
     assert other.trace["cache_hit"] is None and "retrieve" in nodes(other)
     again = ask(agent, "key:owner", q, **no_history)
     assert again.trace["cache_hit"] is not None and again.text == own.text
-    assert again.trace["cache_hit"]["owner_user_id"] == "key:owner"
+    assert again.trace["cache_hit"]["shared"] is False  # the owner's own entry, by id only
+    assert set(again.trace["cache_hit"]) >= {"entry_id", "kind", "similarity"}
+    assert "question" not in again.trace["cache_hit"] and "owner_user_id" not in again.trace["cache_hit"]
     assert "generate_answer" not in nodes(again)
     ask(agent, "key:owner", "요즘 혈압이 150/95 정도 나와요", **no_history)  # a fact changes
     changed = ask(agent, "key:owner", q, **no_history)

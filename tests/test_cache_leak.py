@@ -1,4 +1,4 @@
-"""Issue 12 must-have 1: an answer built from anything of a user is never served to another.
+"""An answer built from anything of a user is never served to another (SPEC.md §11).
 
 The LLM endpoint is the loopback fake in echo mode: every answer repeats the whole prompt it
 was given, as a model that leaks its context would. The first user tells the bot an unlisted
@@ -80,3 +80,34 @@ def test_no_cross_user_leak_with_an_echoing_llm(tmp_path, default_index, echo_se
     assert attempts >= 50
     assert leaks == [], f"{len(leaks)} of {attempts} attempts leaked: {leaks[:3]}"
     assert hits > 0  # the cache did serve the other users (their own shared answers)
+
+
+# -- a question's own identifiers (names, IDs, phone numbers, age, ...) --------------------------
+def test_the_issue_reproduction_insurance_number_does_not_reach_another_user(tmp_path, default_index,
+                                                                              echo_server):
+    agent = Agent(make_settings(tmp_path, default_index, OPENAI_BASE_URL=echo_server.base_url,
+                                LLM_MODEL="fake-model", OPENAI_API_KEY="sk-test"))
+    a = agent.handle(InboundMessage(user_id="console:a",
+                                    text="My insurance number is AB12345678. What causes gout?"))
+    assert "AB12345678" in a.text  # the echoing model repeats the question to its asker
+    b = agent.handle(InboundMessage(user_id="console:b", text="What causes gout?"))
+    assert "AB12345678" not in b.text
+    again = agent.handle(InboundMessage(user_id="console:c", text="What causes gout?"))
+    assert again.trace["cache_hit"] is not None  # b's impersonal answer is shared
+    assert "AB12345678" not in again.text
+
+
+def test_identifier_attempts_neither_leak_nor_are_stored_shared(tmp_path, default_index, echo_server):
+    """Every fourth of the team's attack messages (each shape, both languages; the full set runs
+    in ``medbot bench leak``), each asked by a new user, then its two probes by other users."""
+    from bot.bench.leak import LeakReport, load_attempts, run_attempt
+
+    agent = Agent(make_settings(tmp_path, default_index, OPENAI_BASE_URL=echo_server.base_url,
+                                LLM_MODEL="fake-model", OPENAI_API_KEY="sk-test"))
+    attempts = load_attempts()[::4]
+    report = LeakReport()
+    for att in attempts:
+        run_attempt(agent, {"cache_similarity_threshold": 0.6}, att, report)
+    assert report.attempts >= 70 and report.echoed == report.owners  # each carried its identifier
+    assert report.false_shares == [], report.false_shares
+    assert report.leaks == [], report.leaks

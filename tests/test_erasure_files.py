@@ -375,7 +375,7 @@ def test_forget_and_profile_bypass_the_rate_limit(agent, tmp_path):
         await fd.submit(InboundMessage(channel="telegram", user_id=ALICE, text="second, over the limit"),
                         deliver)
         await fd.submit(InboundMessage(channel="telegram", user_id=ALICE, text="/profile",
-                                       command="profile"), deliver)
+                                       command="profile", private=True), deliver)
         await fd.submit(InboundMessage(channel="telegram", user_id=ALICE, text="/forget",
                                        command="forget"), deliver)
         await fd.close(120)

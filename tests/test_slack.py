@@ -266,3 +266,16 @@ def test_socket_mode(slack_agent, tmp_path):
     (reply,) = slack.posts()
     assert reply["thread_ts"] == ev["event"]["ts"]
     assert slack.calls_to("apps.connections.open")
+
+
+def test_only_dms_and_slash_commands_are_private(slack_agent, tmp_path):
+    """The adapter says whether a chat is private (the core decides what to show there): a DM
+    is, a mention in a channel is not; a slash command is answered ephemerally, so it is."""
+    with FakeSlackServer() as slack:
+        channel = Harness(slack_agent, slack, tmp_path).channel
+        body = {"team_id": TEAM, "event_id": "Ev1"}
+        dm = channel.to_inbound(body, {"user": CLIN, "channel": "D1", "channel_type": "im", "text": "hi"}, None)
+        mention = channel.to_inbound(body, {"user": ADMIN, "channel": "C1", "channel_type": "channel",
+                                            "text": f"<@{BOT_USER}> admin stats"}, "1.0")
+    assert dm.private is True and mention.private is False
+    assert mention.command is None  # a mention is never a command: admin only by /medbot

@@ -253,9 +253,40 @@ def test_forget_and_admin_commands(tg_agent, tmp_path):
         assert not s.exec(select(Turn).where(Turn.user_id == f"telegram:{patient}")).all()
         audit = s.exec(select(AuditLog).order_by(AuditLog.id)).scalars().all()
     actions = [(a.action, a.outcome, a.actor) for a in audit]
-    assert ("stats", "refused") == actions[0][:2] and actions[0][2].startswith("hmac-sha256:")
+    assert ("admin", "refused") == actions[0][:2] and actions[0][2].startswith("hmac-sha256:")
     assert ("profile", "ok", f"telegram:{ADMIN}") in actions
     assert ("stats", "ok", f"telegram:{ADMIN}") in actions
     assert any(a[0] == "forget" and a[1] == "ok" for a in actions)
     assert ("clear", "not_found", f"telegram:{ADMIN}") in actions
     assert not any(str(patient) in str(a.detail) or a.actor == f"telegram:{patient}" for a in audit)
+
+
+def test_admin_and_profile_in_a_group_reveal_nothing(tg_agent, tmp_path):
+    """An admin's ``/admin@bot profile telegram:777`` in a group is answered with "use a private
+    chat" and nothing of the patient; the same command in the admin's private chat works; a
+    patient's ``/profile`` in a group shows nothing either."""
+    group, patient = -777, 777
+    with FakeTelegramServer() as server:
+        channel = TelegramChannel(_frontdesk(tg_agent, tmp_path), "123:ABC", server.base_url,
+                                  poll_timeout_s=1)
+
+        async def body():
+            server.push_text(patient, patient, "I am 52 years old and take metformin for diabetes")
+            await asyncio.to_thread(server.wait_sent, patient, 1, 60)
+            server.push_text(group, ADMIN, f"/admin@{BOT_USERNAME} profile telegram:{patient}",
+                             chat_type="group")
+            server.push_text(group, ADMIN, "/admin stats", chat_type="supergroup")
+            server.push_text(group, patient, "/profile", chat_type="group")
+            await asyncio.to_thread(server.wait_sent, group, 3, 60)
+            server.push_text(ADMIN, ADMIN, f"/admin profile telegram:{patient}")
+            await asyncio.to_thread(server.wait_sent, ADMIN, 1, 60)
+
+        asyncio.run(_run(channel, body))
+    in_group = _texts(server.sent(group))
+    assert len(in_group) == 3 and all("private chat" in t for t in in_group), in_group
+    assert not any("metformin" in t.lower() or "52" in t or "users:" in t for t in in_group)
+    private = _texts(server.sent(ADMIN))
+    assert "metformin" in private[0].lower() and "52" in private[0]
+    with Session(tg_agent.services.repo.engine) as s:
+        audit = [(a.action, a.outcome) for a in s.exec(select(AuditLog).order_by(AuditLog.id)).scalars()]
+    assert ("profile", "not_private") in audit and ("stats", "not_private") in audit

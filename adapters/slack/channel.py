@@ -160,7 +160,8 @@ class SlackChannel:
         return InboundMessage(channel="slack", user_id=uid,
                               session_id=session_id_of(team, event["channel"], thread_ts),
                               text=text, role=self.role_for(team, event["channel"], uid),
-                              message_id=body.get("event_id"))
+                              message_id=body.get("event_id"),
+                              private=event.get("channel_type") == "im")
 
     async def _on_mention(self, body: dict, event: dict) -> None:
         thread = event.get("thread_ts") or event["ts"]
@@ -200,7 +201,8 @@ class SlackChannel:
                                  text=command.get("text") or "/help", command=name,
                                  args=words[1:] if name else [],
                                  role=self.role_for(team, channel, uid),
-                                 message_id=command.get("trigger_id"))
+                                 message_id=command.get("trigger_id"),
+                                 private=True)  # answered ephemerally: only the caller sees it
 
         async def deliver(reply: OutboundMessage) -> None:
             for blocks, text in render_messages(reply):

@@ -9,6 +9,7 @@ from typing import Any
 
 from core.cache.content import all_stems, content_conflict, content_words
 from core.cache.cues import cue_conflict, qtype_cues
+from core.cache.hits import hit_record
 from core.cache.key import CacheKey, build_key, key_spans, threshold_for
 from core.cache.ownership import depends_on_asker, is_personal, personal_fingerprint
 from core.cache.response_cache import CacheCandidate, usable
@@ -74,6 +75,11 @@ def question_content(text: str, lang: str, svc: Services, slots=None) -> tuple: 
         while len(_CONTENT_MEMO) > _CONTENT_MEMO_SIZE:
             _CONTENT_MEMO.popitem(last=False)
     return found
+
+
+def forget_content_memo() -> None:
+    """Empty the memory of question texts' content words (an erasure calls it)."""
+    _CONTENT_MEMO.clear()
 
 
 def _agree(a: tuple, b: tuple) -> bool:
@@ -161,11 +167,11 @@ def _serve_hit(state: AgentState, svc: Services, hit: dict[str, Any]) -> dict[st
     answer = vary_style(entry.answer, state["lang"], level, seed) if level > 0 else entry.answer
     saved = {"tokens_saved": (entry.prompt_tokens + entry.answer_tokens) if entry.llm_calls else 0,
              "llm_calls_saved": entry.llm_calls, "ms_saved": round(entry.generation_ms, 2)}
+    record = {**hit_record(hit), **saved}
     svc.repo.set_reply(state["turn_id"], answer, True,
-                       {"cache": {**hit, **saved, "style_varied": answer != entry.answer},
+                       {"cache": {**record, "style_varied": answer != entry.answer},
                         "sources": entry.sources})
-    return {"answer": answer, "sources": entry.sources, "cache_hit": {**hit, **saved},
-            "generator": "cache"}
+    return {"answer": answer, "sources": entry.sources, "cache_hit": record, "generator": "cache"}
 
 
 def store_response(state: AgentState, svc: Services) -> dict[str, Any]:

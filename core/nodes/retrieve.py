@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from core.retrieval.screen import screen_document
 from core.retrieval.search import hybrid_search
 from core.services import Services
 from core.state import AgentState
@@ -19,7 +20,8 @@ def jaccard(a: set[str], b: set[str]) -> float:
 
 
 def retrieve(state: AgentState, svc: Services) -> dict[str, Any]:
-    """Search the knowledge index with the (rewritten) query.
+    """Search the knowledge index with the (rewritten) query; every document passes the
+    instruction screen (:func:`core.retrieval.screen.screen_document`) before anything reads it.
 
     k is the intent's k, capped at ``documents_budget // average chunk tokens`` when
     ``budget_aware_retrieval`` is on. On a refine iteration, or when ``assemble_context``
@@ -39,8 +41,10 @@ def retrieve(state: AgentState, svc: Services) -> dict[str, Any]:
     trace.update({"query": state["retrieval_query"], "k_intent": k, "k_cap": cap,
                   "iteration": iteration})
     hashes = sorted(hashlib.md5(d.text.encode()).hexdigest() for d in docs)
-    out: dict[str, Any] = {"docs": [d.to_dict() for d in docs], "retrieval": trace,
-                           "previous_doc_hashes": hashes}
+    screened = [screen_document(d.to_dict()) for d in docs]  # corpus text is quoted, never obeyed
+    if any(d.get("screened") for d in screened):
+        trace["screened_sentences"] = sum(int(d.get("screened") or 0) for d in screened)
+    out: dict[str, Any] = {"docs": screened, "retrieval": trace, "previous_doc_hashes": hashes}
     if iteration > 0:
         overlap = jaccard(set(hashes), set(state.get("previous_doc_hashes") or []))
         trace["overlap_with_previous"] = round(overlap, 3)

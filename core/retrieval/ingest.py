@@ -40,6 +40,7 @@ from tqdm import tqdm
 
 from core.embedding import Embedder
 from core.retrieval.documents import Chunk, ReadError, chunk_document, read_documents
+from core.retrieval.screen import record_instruction
 from core.retrieval.index import (BM25_TOKENIZER, FORMAT_VERSION, bm25_tokens_many,
                                   check_compatible, generation_dir, read_manifest)
 from core.retrieval import sentences as sent
@@ -114,8 +115,10 @@ def write_lock(index_dir: Path, wait_s: float = 0.0) -> Iterator[None]:
 def read_chunks(paths: Sequence[Path], report: IngestReport, chunk_tokens: int = 300,
                 overlap_tokens: int = 50, progress: bool = True,
                 seen: set[str] | None = None) -> list[Chunk]:
-    """Read and chunk ``paths``; bad records go to ``report.errors``, and an id already in
-    ``seen`` (or earlier in these files) is kept as ``id~2``, ``id~3``... with a warning.
+    """Read and chunk ``paths``; bad records go to ``report.errors``, and so do records that
+    carry an instruction to the assistant or the reader (skipped:
+    :func:`core.retrieval.screen.record_instruction`); an id already in ``seen`` (or earlier in
+    these files) is kept as ``id~2``, ``id~3``... with a warning.
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -132,6 +135,10 @@ def read_chunks(paths: Sequence[Path], report: IngestReport, chunk_tokens: int =
                 report.warnings.append(ReadError(str(path), doc.line,
                                                  f"duplicate id {doc.doc_id!r} kept as {doc.doc_id}~{n}"))
                 doc = doc.with_id(f"{doc.doc_id}~{n}")
+            refused = record_instruction(doc.title, doc.text)
+            if refused is not None:  # untrusted as a whole (README "Ingesting a corpus")
+                report.errors.append(ReadError(str(path), doc.line, refused))
+                continue
             seen.add(doc.doc_id)
             report.documents += 1
             chunks.extend(chunk_document(doc, chunk_tokens, overlap_tokens))
