@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from core.safety.signs_indirect import SIGNS_INDIRECT
+
 SIGNS: dict[str, list[str]] = {
     # --- cardiac chest pain (NICE CG95: pressure, radiation, sweating, nausea, breathlessness) ---
     "chest_cardiac": [
@@ -52,7 +54,7 @@ SIGNS: dict[str, list[str]] = {
         r"\bchest\s+pain\b.{0,15}\b(?:going|goin|spreading|moving)\s+(?:up\s+|down\s+)?(?:into|to)\s+(?:my\s+|his\s+|her\s+)?(?:left\s+)?(?:arm|jaw|neck|back|shoulder)",
     ],
     # --- stroke: face, arm, speech, balance, eyes (NICE NG128, BE-FAST) ---
-    "stroke_focal": [
+    "stroke_focal": [r"(?:오른|왼)(?:손|팔|발|다리)(?:이|가)?\s*말을\s*안\s*(?:들|듣)|말이\s*(?:자꾸\s*)?헛나", 
         r"\bspeech\s+(?:was|went|is|got)\s+(?:all\s+)?(?:off|weird|funny|strange|wrong|muddled)\b|\b(?:hand|arm|leg)\s+went\s+(?:weak|numb|clumsy|dead|floppy)\b",
         r"\b(?:arm|leg)\s+and\s+(?:arm|leg)\b.{0,30}\b(?:numb|heavy|weak|dead)\b|\btyping\s+(?:this\s+)?with\s+one\s+hand\b",
         r"발음이\s*(?:뭉개|꼬|어눌|샌|이상|새)|말(?:씀)?(?:을|이)?\s*(?:이상하게|못\s*알아듣게|알아들을\s*수\s*없게)\s*(?:해|하|나)",
@@ -82,7 +84,7 @@ SIGNS: dict[str, list[str]] = {
         r"(?:손|팔|다리)이?\s*내\s*(?:손|팔|다리)\s*같지\s*않|얼굴\s*(?:왼쪽|오른쪽|한쪽)이?\s*(?:저려|마비|감각)",
     ],
     # --- thunderclap headache (NICE CG150) ---
-    "thunderclap": [
+    "thunderclap": [r"\b(?:came\s+on|hit|started)\s+(?:like\s+a\s+)?(?:bang|thunderclap|explosion)\b|\b(?:migraine|headache|head)\b.{0,60}\b(?:like\s+a\s+bang|worst\s+ever)\b|머리(?:가)?.{0,6}(?:쾅|빵|펑)\s*(?:하고|터)", 
         r"(?:몇\s*초|순식간에|1분도\s*안\s*(?:돼|되어)서?).{0,15}(?:최고|최악|심해|극심).{0,10}(?:두통|머리)",
         r"(?:갑자기|난생\s*처음|인생\s*최악|최악의|평생\s*처음|벼락|살면서\s*(?:이런|처음)).{0,15}(?:두통|머리가?\s*(?:아파|아프|아퍼|깨질|터질|쪼개질))",
         r"(?:망치로|몽둥이로|벽돌로)\s*(?:맞은|때린|얻어맞은)\s*(?:것|듯)|머리.{0,10}(?:폭발|빡\s*하고|확\s*터)",
@@ -98,7 +100,7 @@ SIGNS: dict[str, list[str]] = {
     "headache_explosive": [
         r"머리가\s*(?:깨질|쪼개질|터질)\s*(?:듯|것\s*같|거\s*같)",
         r"\b(?:splitting|excruciating|explosive|blinding)\s+headache\b",
-        r"(?:뒷목|뒷머리|머리)(?:이|가)?\s*(?:깨질|쪼개질|터질)\s*(?:듯|것\s*같|거\s*같)|터지듯이?.{0,6}(?:최고|아파)|\bhead\s*(?:가|이)?\s*터질",
+        r"(?:뒷목|뒷머리|머리)(?:이|가)?\s*(?:깨질|쪼개질|터질)\s*(?:듯|것\s*같|거\s*같)|터지듯이?.{0,6}(?:최고|아파|아프)|\bhead\s*(?:가|이)?\s*터질",
     ],
     # --- sudden vision loss ---
     "vision_loss": [
@@ -107,7 +109,7 @@ SIGNS: dict[str, list[str]] = {
         r"갑자기.{0,10}(?:한쪽\s*눈이|눈이\s*안\s*보|시야가\s*(?:안|까맣|사라|가려)|앞이\s*안\s*보|앞이\s*안보)",
         r"시력(?:을|이)?\s*(?:잃|갑자기\s*떨어|소실)|시야(?:가|의)?\s*(?:한쪽|일부)?.{0,6}(?:가려|그림자|까맣|사라|커튼)",
         r"앞이\s*(?:안\s*보|안보)|커튼(?:이|을)?\s*(?:친|쳐진|내려)",
-        r"\bvision\b.{0,15}\b(?:went|gone|going)\s+(?:black|dark|dim)|\bcurtain\b.{0,30}\b(?:eye|vision|sight)\b|\b(?:eye|vision)\b.{0,30}\bcurtain\b",
+        r"\bvision\b.{0,15}\b(?:went|gone|going|go|goes)\s+(?:black|dark|dim)|\bcurtain\b.{0,30}\b(?:eye|vision|sight)\b|\b(?:eye|vision)\b.{0,30}\bcurtain\b",
         r"\bsudden(?:ly)?\b.{0,15}\b(?:lost|loss of|can'?t see|cant see|went blind|blind)\b",
         r"\b(?:can'?t|cannot|cant|can barely)\s+see\s+(?:out\s+of|with|from)\s+(?:my|his|her|one|either|the)\b|\b(?:lost|losing)\s+(?:the\s+)?(?:sight|vision)\b|\bwent\s+blind\b",
         r"\bshadow\b.{0,20}\b(?:vision|sight)\b|\b(?:eye|everything)\b.{0,20}\bwent\s+(?:totally\s+)?(?:black|dark)\b|\bvision\s+loss\b|\bone\s+eye\s+has\s+gone\s+dim\b",
@@ -176,7 +178,7 @@ SIGNS: dict[str, list[str]] = {
         r"\bpumping\b.{0,10}\bblood\b|\bblood\b.{0,10}\bpumping\b|\b(?:spurt|squirt)\w*\b|\bdeep\s+(?:gash|wound)\b.{0,40}\b(?:blood|bleed\w*)|피가\s*(?:솟구|뿜)",
         r"(?:변|똥|대변)(?:이|을|도)?.{0,12}(?:새까맣|까맣|시커멓|검게|짜장).{0,30}(?:어지|핑\s*돌|쓰러|기운이\s*없|식은땀|창백|차가|차고)",
         r"커피\s*(?:찌꺼기|가루)\s*(?:같은|처럼)|(?:까맣고|검고|시커멓고|새까맣고)\s*(?:끈적|물컹|짜장)|짜장\s*같은.{0,10}변",
-        r"선홍색\s*피|피를.{0,12}(?:뱉|쏟)|피가.{0,10}(?:젖|흥건|안\s*멈|안멈|뿜)",
+        r"피를.{0,12}(?:뱉|쏟)|피가.{0,10}(?:젖|흥건|안\s*멈|안멈|뿜)",
         r"\bbled\s+through\b|\bbleeding\s+through\b|\bcoughed\s+up\b.{0,45}\bblood\b",
         r"(?:수건|거즈|붕대|휴지|패드)(?:이|가)?.{0,10}(?:다\s*)?(?:젖|흥건)",
         r"피(?:가|를)?.{0,12}(?:뿜어|멈추질\s*않|멈추지\s*않|안\s*멈|안멈|한\s*바가지|쏟아|줄줄|흥건|계속\s*나와|개많이|계속\s*스며)",
@@ -259,7 +261,7 @@ SIGNS: dict[str, list[str]] = {
         r"(?:쓰러지(?:더니|고|면서)|쓰러져서).{0,20}(?:떨|부들|경련)",
     ],
     # --- suicide and self-harm (NICE NG225) ---
-    "suicidal": [
+    "suicidal": [r"\b(?:razor|blade)\b.{0,50}\b(?:arm|wrist|thigh|leg)\b.{0,40}\b(?:gaping|deep|won'?t\s+close|wide\s+open)\b|\bopened\s+(?:my|his|her)\s+(?:arm|wrist|thigh|leg)\s+up\b|(?:면도날|칼날|커터).{0,20}(?:팔|손목|허벅지)(?:을|를)?.{0,10}(?:그어|그었|긋)|(?:팔|손목|허벅지)(?:을|를)?\s*(?:깊게\s*)?그어\s*버렸", 
         r"사라지면.{0,12}(?:편할|편해|나을)|번개탄(?:도|을|이)?\s*(?:사\s*놨|사놨|사\s*뒀|사뒀|준비|사\s*놓)",
         r"안\s*깨어났으면|(?:한강|다리|옥상)(?:에|으로|로)?\s*(?:가려고|갈\s*거|올라)|따라갈\s*거|유서|마지막\s*인사",
         r"\bnot\s+wake\s+up\b|\bdon'?t\s+wake\s+up\b|\bbought\s+(?:the|a)\s+rope\b|\bhow\s+i'?d\s+do\s+it\b|\b(?:highest|tallest)\s+bridge\b|\bwhich\s+bridge\b|\bsaving\s+up\s+(?:my\s+)?(?:pills|sleeping\s+pills|meds)\b|\bsaved\s+up\s+pills\b",
@@ -282,14 +284,14 @@ SIGNS: dict[str, list[str]] = {
         r"살\s*의미가?\s*없|죽으면\s*편할|(?:더\s*(?:이상|는)\s*)?못\s*살겠|다\s*놓고\s*싶|끝낼\s*거|끝내겠|죽고\s*십",
     ],
     # --- poisoning and overdose ---
-    "overdose": [
+    "overdose": [r"\bswallow\w*\b.{0,45}\bbatter(?:y|ies)\b|(?:시계|리모컨|동그란|단추).{0,15}(?:건전지|배터리)(?:를|을)?\s*(?:삼켰|삼킨|먹었)", 
         r"\b(?:1[5-9]|[2-9]\d)\s+(?:tablets|pills|capsules|caps|tabs)\b.{0,20}\b(?:since|today|in\s+(?:a|one)\s+day|over\s+the\s+day|at\s+once)\b|\bdoubl\w*\s+up\b.{0,40}\b(?:1[5-9]|[2-9]\d)\s+(?:tablets|pills)",
         r"(?:네|다섯|여섯|일곱|여덟|아홉|열|열두|열다섯|스무|서른|몇|[4-9]|\d{2,})\s*알\s*(?:넘게|이상|정도|쯤)?\s*(?:을|를)?\s*(?:다\s*)?(?:먹었|삼켰|드셨|먹은|삼킨|먹엇)",
         r"(?:농약|락스|세제|살충제|제초제|부동액|표백제|세척제).{0,25}(?:드셨|마셨|먹었|삼켰|마신|먹은|마셔)",
         r"(?:알|정|알약)(?:이랑|과|하고|에)?.{0,15}(?:소주|맥주|술|와인|양주|보드카).{0,15}(?:같이|함께|마셨|먹었)|(?:술|소주).{0,10}(?:신경안정제|수면제|진통제).{0,10}(?:같이|함께|잔뜩)",
         r"\bswallowed\s+(?:some|a\s+few|several|\d+)\s+of\b|\b\d+\s+(?:are|were)\s+missing\b",
         r"(?:세제|락스|농약|살충제|부동액|표백제|쥐약|건전지|배터리|담배|철분제).{0,10}(?:삼켰|먹었|마셨|마신|먹은|삼킨|깨물|씹어)",
-        r"(?:약|알약|타이레놀|수면제|진통제|혈압약|당뇨약|인슐린|안정제|항우울제|와파린)(?:을|를|도)?.{0,20}(?:여러\s*번|열\s*알|\d+\s*알|한\s*움큼|잔뜩|왕창|많이|한\s*통)\s*(?:이나|나|씩|넘게|정도|로)?\s*(?:먹|드셨|드시|삼켰|맞)",
+        r"(?:약|알약|타이레놀|수면제|진통제|혈압약|당뇨약|인슐린|안정제|항우울제|와파린)(?:을|를|도)?.{0,20}(?:여러\s*번|열\s*알|\d+\s*알|한\s*움큼|잔뜩|왕창|많이|한\s*통|한\s*판(?:\s*다)?|한\s*줄(?:\s*다)?)\s*(?:이나|나|씩|넘게|정도|로)?\s*(?:먹|드셨|드시|삼켰|맞)",
         r"\b(?:swallowed|ate|drank|bit\s+into|got\s+into|chewed|vaped)\b.{0,30}\b(?:detergent|dishwasher\s+(?:pods?|tablets?)|laundry\s+pods?|tide\s+pods?|bleach|cleaner|antifreeze|pesticide|rat\s+poison|batter(?:y|ies)|lighter\s+fluid|weed\s*killer|cigarette)",
         r"\btook\s+(?:like\s+|about\s+|maybe\s+|around\s+)?(?:[5-9]|\d{2,})\s+[a-z]+|\btook\s+a\s+(?:bunch|handful|lot|ton|load)\s+of\b|\bate\s+a\s+handful\s+of\b",
         r"\b(?:oxy\w*|xanax|valium|percocet|fentanyl|heroin|opioids?|benzos?|sleeping\s+pills)\b.{0,40}\b(?:vodka|alcohol|beers?|wine|booze|whiskey|drinks?)\b|\b(?:vodka|alcohol|beer|wine|booze)\b.{0,40}\b(?:oxy\w*|xanax|valium|percocet|fentanyl|opioids?|benzos?|sleeping\s+pills)\b",
@@ -344,21 +346,21 @@ SIGNS: dict[str, list[str]] = {
         r"\blight\b.{0,10}\b(?:hurts|killing|painful)\b|\bsensitiv\w*\s+to\s+light\b|\bphotophobia\b|\bcan'?t\s+(?:stand|bear|tolerate)\s+(?:the\s+)?(?:bright\s+)?light|\b(?:wants?|want)\s+the\s+(?:lights?\s+off|curtains\s+(?:shut|closed))|\blights?\s+are\s+killing",
         r"불을?\s*(?:꺼\s*달|끄라|끄래)",
     ],
-    "nonblanching_rash": [
+    "nonblanching_rash": [r"\b(?:pressed|press|roll\w*|put)\s+(?:a\s+)?(?:glass|tumbler)\b.{0,40}\b(?:still\s+there|didn'?t\s+go|don'?t\s+go|not\s+go\w*)\b|\bdon'?t\s+go\s+(?:away\s+)?when\s+i\s+(?:press|roll)|\bpin-?\s?prick\b|(?:컵|유리)(?:을|으로|로)?\s*(?:굴려|대|눌러)\s*(?:봐도|보니|봤는데).{0,6}(?:그대로|안\s*(?:없어|사라|빠지))", 
         r"\b(?:glass|tumbler|press\w*)\b.{0,40}\b(?:didn'?t|doesn'?t|don'?t|won'?t|not|dont|didnt)\b.{0,20}\b(?:go\s+away|fade|disappear|blanch)|\bpurpl\w*\s+(?:spots|rash|blotches|marks|dots)\b|(?:컵|유리)(?:으로|로)?.{0,12}(?:눌러|대).{0,12}(?:그대로|안\s*(?:없어|사라|빠지))",
         r"(?:눌러도|컵으로\s*눌러도|유리컵.{0,10}|glass\s*test\s*에서)\s*(?:안|색이\s*안)\s*(?:없어|사라|빠지|지워)|안\s*없어짐|보라색\s*(?:반점|점)|멍\s*같은\s*(?:발진|반점)|자반|붉은\s*점.{0,15}(?:늘어|퍼지)",
         r"\b(?:doesn'?t|does\s+not|won'?t|didn'?t|don'?t|dont|not)\s+(?:fade|blanch|disappear)|\bnon-?blanching\b|\bpurple\s+(?:spots|rash|blotches)\b|\bbruise-like\s+rash\b|\bpin\s*-?prick\s+spots\b|\bred\s+spots\b.{0,20}\bspreading\b",
         r"\b(?:dosent|dosen'?t|does'?nt|wont)\s+(?:fade|blanch)",
     ],
     "sunken_fontanelle": [r"숫구멍.{0,6}(?:꺼졌|꺼져|움푹|들어가)|\bsoft\s+spot\b.{0,20}\b(?:sunken|sunk|dipped|caved)\b|\bsunken\s+(?:soft\s+spot|fontanelle)\b"],
-    "fontanelle": [r"숫구멍.{0,6}(?:볼록|튀어|부풀)|\bsoft\s+spot\b.{0,20}\b(?:bulging|swollen)|\bbulging\s+(?:soft\s+spot|fontanelle)|\bsoft\s+spot이?\s*bulging", r"\bsoft\s+spot\b.{0,40}\b(?:bulging|swollen)"],
+    "fontanelle": [r"\bsoft\s+spot\b.{0,40}\b(?:raised|puffed\s+up|sticking\s+up)\b", r"숫구멍.{0,6}(?:볼록|튀어|부풀)|\bsoft\s+spot\b.{0,20}\b(?:bulging|swollen)|\bbulging\s+(?:soft\s+spot|fontanelle)|\bsoft\s+spot이?\s*bulging", r"\bsoft\s+spot\b.{0,40}\b(?:bulging|swollen)"],
     # --- obstetric (NICE NG126, NG133; RCOG GTG 57) ---
     "vaginal_bleeding": [
         r"하혈|피가\s*(?:많이|마니|계속)?\s*(?:나|비쳐|쏟)|출혈|패드가\s*(?:금방\s*)?젖|덩어리",
         r"\bbleed\w*\b|\bclots\b|\bsoaking\s+a\s+pad\b",
         r"피가\s*(?:생리처럼|좀\s*많이|비치)|\bspotting\s+heavily\b|\bbleeding\s+quite\s+a\s+lot\b",
     ],
-    "reduced_fetal_movement": [
+    "reduced_fetal_movement": [r"\b(?:haven'?t|hasn'?t|not|never)\s+felt\s+(?:the\s+|my\s+)?baby\s+kick\w*|(?:아기|태아)\s*(?:발차기|발길질)(?:를|가)?\s*(?:못\s*느|없|안\s*느)", 
         r"태동(?:이)?\s*(?:이\s*)?(?:없|줄|안\s*느|거의\s*없|약해|확\s*줄)|아기가\s*(?:오늘\s*)?(?:하루\s*종일|반나절째)?\s*(?:안\s*(?:움직|놀)|움직이지)|태동이\s*없어",
         r"\b(?:baby|babys|baby'?s)\b.{0,25}\b(?:hasn'?t|not|stopped|isn'?t)\s+mov\w*|\b(?:movements?)\b.{0,20}\b(?:slowed|reduced|less|stopped)\b|\bfetal\s+movement\b.{0,20}\b(?:거의|없|less|reduced|absent)|\bhasn'?t\s+moved\b",
         r"태동(?:이)?.{0,12}(?:줄었|줄어|없어|약해|안\s*느)|\bfetal\s+movement\b.{0,20}(?:거의\s*없|없|less|reduced|absent)|아기가\s*(?:안\s*놀|안\s*움직)",
@@ -394,7 +396,7 @@ SIGNS: dict[str, list[str]] = {
     "fruity_breath": [r"과일\s*냄새|아세톤\s*냄새|단\s*냄새가?\s*(?:나|입)|\bfruity\s+breath\b|\bbreath\b.{0,20}\b(?:smells?\s+(?:fruity|sweet|like\s+(?:nail\s+polish|pear\s+drops|acetone)))|\bbreath\s+smells?\s+fruity\b"],
     "ketones": [r"케톤|\bketones?\b|\bketoacidosis\b|\bdka\b"],
     "hypo_word": [r"저혈당|\bhypo\b|\bhypoglyc\w*|\blow\s+(?:blood\s+)?sugar\b|\bsugar\s+is\s+(?:really\s+)?low\b"],
-    "cannot_swallow": [r"(?:못|안)\s*삼키|삼키지(?:를)?\s*못|삼키기(?:가)?\s*힘|\b(?:can'?t|cannot|cant|unable\s+to)\s+swallow\b|\bcan'?t\s+삼키|\bcan'?t\s+swallow\b"],
+    "cannot_swallow": [r"\bwon'?t\s+swallow\b|(?:못|안)\s*삼켜", r"(?:못|안)\s*삼키|삼키지(?:를)?\s*못|삼키기(?:가)?\s*힘|\b(?:can'?t|cannot|cant|unable\s+to)\s+swallow\b|\bcan'?t\s+삼키|\bcan'?t\s+swallow\b"],
     "vomiting": [r"토하|토해|토했|토함|토를|구토|게워|토\s*쏠|\bvomit\w*|\bthrowing\s+up\b|\bthrew\s+up\b|\bpuk\w*|\bbeing\s+sick\b|\bbeen\s+sick\b", r"구토(?:를)?\s*멈출\s*수"],
     "drowsy": [
         r"졸려|졸리|잠들려|정신이?\s*(?:몽롱|흐려|흐릿|가물|없)|의식이\s*흐|처지셨|축\s*처|멍해|말이?\s*(?:잘\s*)?(?:못|어눌)|깨워도|잘\s*안\s*일어|반응이\s*(?:약|없)",
@@ -404,13 +406,13 @@ SIGNS: dict[str, list[str]] = {
     "abdominal_pain": [r"배(?:가|를)?.{0,10}(?:아프|아파|아퍼)|\b(?:belly|stomach|tummy|abdomen)\b.{0,20}\b(?:pain\w*|hurts?|ache|agony)|\bhurts?\b.{0,20}\b(?:belly|stomach|tummy)\b|복통|\b(?:belly|stomach|tummy|abdominal|abdomen)\s*(?:pain|ache|hurts?)|\bpain\b.{0,15}\b(?:belly|stomach|abdomen|tummy)\b"],
     # --- paediatric red flags (NICE NG143) ---
     "floppy": [r"축\s*(?:늘어|처)|축처져|늘어져|\bfloppy\b|\blimp\b|\bunresponsive\b"],
-    "hard_to_wake": [r"깨워도|잘\s*안\s*깨|안깨요|눈도\s*잘\s*못\s*뜸|\bhard\s+to\s+wake\b|\bwon'?t\s+wake\b|\bwont\s+wake\b|\bbarely\s+opens?\b|\bnot\s+(?:really\s+)?responding\b"],
-    "no_wet_nappies": [r"기저귀(?:가)?.{0,12}(?:말라|안\s*젖|안젖|마른)|소변을?\s*한\s*번도\s*안|\bno\s+wet\s+(?:nappies|diapers)\b|\b(?:hasn'?t|not)\s+(?:peed|wee'?d)\b|\bdry\s+(?:nappies|diapers)\b", r"\bhasn'?t\s+had\s+a\s+wet\s+(?:nappy|diaper)\b"],
+    "hard_to_wake": [r"\bcan\s+(?:hardly|barely)\s+wake\b|\bcan'?t\s+keep\s+(?:him|her|them)\s+awake\b|깨어\s*있게\s*할\s*수(?:가)?\s*없", r"깨워도|잘\s*안\s*깨|안깨요|눈도\s*잘\s*못\s*뜸|\bhard\s+to\s+wake\b|\bwon'?t\s+wake\b|\bwont\s+wake\b|\bbarely\s+opens?\b|\bnot\s+(?:really\s+)?responding\b"],
+    "no_wet_nappies": [r"\bno\s+wet\s+(?:nappy|diaper)\b|\bnappies?\s+(?:have\s+been|are)\s+dry\b", r"기저귀(?:가)?.{0,12}(?:말라|안\s*젖|안젖|마른)|소변을?\s*한\s*번도\s*안|\bno\s+wet\s+(?:nappies|diapers)\b|\b(?:hasn'?t|not)\s+(?:peed|wee'?d)\b|\bdry\s+(?:nappies|diapers)\b", r"\bhasn'?t\s+had\s+a\s+wet\s+(?:nappy|diaper)\b"],
     "no_tears": [r"눈물이?\s*(?:안\s*나|없)|\bno\s+tears\b|\bwithout\s+tears\b"],
     "grunting": [r"끙끙|그렁|\bgrunt\w*\b"],
     "green_vomit": [r"초록색\s*토|녹색\s*토|\bgreen\b.{0,10}\b(?:vomit|bile|sick)\b|\bvomiting\s+green\b"],
-    "high_pitched_cry": [r"날카롭게\s*(?:계속\s*)?울|달래지지\s*않|\bhigh[- ]pitched\s+(?:continuous\s+)?cry\w*"],
-    "not_feeding": [r"젖을\s*안\s*먹|(?:분유|우유)를?\s*안\s*먹|잘\s*안\s*먹|\bnot\s+feeding\b|\bisn'?t\s+feeding\b|\bwon'?t\s+feed\b"],
+    "high_pitched_cry": [r"\b(?:shrill|high)\s+cry\w*|\b(?:weird|strange|odd)\s+high\s+cry\b|째지는\s*(?:소리|울음)", r"날카롭게\s*(?:계속\s*)?울|달래지지\s*않|\bhigh[- ]pitched\s+(?:continuous\s+)?cry\w*"],
+    "not_feeding": [r"\bbarely\s+(?:taken|had|drunk|drank)\s+(?:any\s+)?(?:milk|feeds?|formula)\b|\brefus\w*\s+(?:the|her|his|every)\s+(?:bottle|breast|feeds?)\b|\bnot\s+interested\s+in\s+(?:feeding|feeds|milk)\b|(?:분유|우유|젖)(?:를|을)?\s*거의\s*안|젖병(?:을)?\s*(?:계속\s*)?거부|수유(?:를)?\s*안\s*하|젖(?:을)?\s*(?:전혀\s*)?안\s*물", r"젖을\s*안\s*먹|(?:분유|우유)를?\s*안\s*먹|잘\s*안\s*먹|\bnot\s+feeding\b|\bisn'?t\s+feeding\b|\bwon'?t\s+feed\b"],
     "pale_unresponsive": [r"창백하고\s*(?:잘\s*)?반응|\bpale\b.{0,20}\bnot\s+(?:really\s+)?respond\w*|\bwon'?t\s+smile\b|웃지도\s*않|눈을\s*맞추지"],
     # --- carbon monoxide (NHS) ---
     "co_source": [
@@ -426,7 +428,7 @@ SIGNS: dict[str, list[str]] = {
     "many_ill": [r"가족(?:들이|\s*모두)|식구들이|온\s*가족|온가족|다\s*같이|다들|모두|우리\s*다|\bwhole\s+family\b|\beveryone\b|\bwe\s+all\b|\bthe\s+kids\s+all\b|\bme\s+and\s+the\s+kids\b|\bfamily\s+all\b|\bfamly\b"],
     "sealed_room": [r"창문(?:을)?\s*(?:다\s*)?(?:막|닫고|테이프)|밀폐|\bwindows?\s+sealed\b|\bsealed\b|\btaped\b"],
     # --- burns (NHS, British Burn Association) ---
-    "burn": [r"화상|데었|데엇|데어|데였|덴\s|데인|탔어|익은\s*듯|감전|\bburnt\b|\bburned\b|\bburnin?g?\s+like\b|\bscald\w*|\bburns?\s+(?:on|to|from|mark)\b|\ba\s+(?:large\s+|big\s+)?(?:white\s+)?(?:blistered\s+)?burn\b|\bburn\s+(?:mark|injury|blister|on)\b|\belectric\s+shock\b|\bgot\s+a\s+shock\b|\bsingeing\b|\bsinged\b|\bburn\b(?!s)",
+    "burn": [r"\bhot\s+fat\b|\bfat\s+(?:went|spilled|splashed)\b", r"화상|데었|데엇|데어|데였|덴\s|데인|탔어|익은\s*듯|감전|\bburnt\b|\bburned\b|\bburnin?g?\s+like\b|\bscald\w*|\bburns?\s+(?:on|to|from|mark)\b|\ba\s+(?:large\s+|big\s+)?(?:white\s+)?(?:blistered\s+)?burn\b|\bburn\s+(?:mark|injury|blister|on)\b|\belectric\s+shock\b|\bgot\s+a\s+shock\b|\bsingeing\b|\bsinged\b|\bburn\b(?!s)",
              r"끓는\s*물|뜨거운\s*(?:물|기름|커피|국물|라면)|기름이?\s*튀|불이?\s*(?:옷에\s*)?(?:옮겨|붙)|\bboiling\s+water\b|\bhot\s+(?:oil|water|coffee|soup|tea)\b|\bclothes\s+caught\s+fire\b|\bhouse\s+fire\b|\bfirework\b",
              r"(?<![가-힣])산(?:이)?.{0,8}(?:쏟|튀)|\b(?:industrial|battery|hydrochloric|sulph?uric)\s+acid\b|\bacid\b.{0,15}\b(?:spill\w*|splash\w*)|\b(?:spill\w*|splash\w*)\b.{0,20}\bacid\b|\bdrain\s+cleaner\b|(?:락스|세제|표백제).{0,10}튀|\bhot\s+(?:\w+\s+)?(?:soup|water|oil|coffee|tea|drink)\b|\bsocket\b|콘센트", r"\bburnd\b|\bgrease\s+fire\b|\bscald\b"],
     "burn_severe": [
@@ -447,18 +449,18 @@ SIGNS: dict[str, list[str]] = {
     "testicular": [
         r"\b(?:one\s+of\s+)?(?:his|my)\s+(?:balls?|nuts)\b|불알|\bball\s*sack\b",r"고환|\btestic\w*|\btesticle\b"],
     "sudden": [
-        r"갑자기|방금|돌연|별안간|몇\s*분\s*전|확\s*왔|\bsudden\w*|\bsudenly\b|\ball\s+of\s+a\s+sudden\b|\bout\s+of\s+nowhere\b|\bjust\s+now\b|\bminutes?\s+ago\b|\binstantly\b",
+        r"갑자기|방금|돌연|별안간|몇\s*분\s*전|\d+\s*분\s*전|확\s*왔|\bsudden\w*|\bsudenly\b|\ball\s+of\s+a\s+sudden\b|\bout\s+of\s+nowhere\b|\bjust\s+now\b|\bminutes?\s+ago\b|\binstantly\b",
     ],
     "chemical_eye": [r"\b(?:bleach|chemicals?|detergent|cleaner|acid|lye|caustic)\b.{0,30}\b(?:splash\w*|spray\w*|got)\b.{0,25}\beyes?\b|눈에\s*(?:세제|락스|약품|화학)|(?:세제|락스|표백제).{0,10}눈에|\b(?:bleach|chemical|detergent|cleaner)\b.{0,15}\b(?:in|into)\s+my\s+eye"],
     "dizzy": [r"어지러|어지럽|현기증|핑\s*돌|\bdizz\w*|\blight-?headed\b|\bfaint\b|\bweak\b|기운이\s*없"],
     "trauma": [r"교통사고|넘어졌|넘어지|떨어졌|부딪|사고(?:가)?\s*났|\baccident\b|\bfell\b|\bcrash\w*|\bbump(?:ed)?\b|\bhit\s+by\b"],
     "diabetic": [r"당뇨|1형|2형|\bdiabet\w*|\btype\s*[12]\b|\bt1d\b|\binsulin\b|인슐린"],
-    "allergen": [
+    "allergen": [r"\bsatay\b|\bpeanut\s+(?:sauce|butter)\b", 
         r"(?:땅콩|견과|새우|게|갑각류|계란|달걀|우유|밀가루|복숭아|키위|해산물|조개|메밀|조영제|항생제|페니실린|주사|약|shrimp|peanuts?|nuts?|egg|milk)\S{0,6}\s*(?:\S+\s+)?(?:먹고|먹었|먹은|맞고|맞은|드시고|삼키)|벌에?\s*쏘|알레르기",
         r"\b(?:ate|eating|eaten|after)\b.{0,25}(?:\b(?:peanuts?|nuts?|cashews?|walnuts?|shrimp|prawns?|shellfish|egg|milk|kiwi|sesame|seafood|crab)\b|땅콩|새우|계란|견과)|\b(?:stung|sting)\b|\ballerg\w*|\bcontrast\s+dye\b|\binjection\b|\bnew\s+(?:pill|medicine|medication)\b|\bepi-?pen\b",
     ],
-    "face_swelling": [r"(?:입술|혀|목구멍|얼굴|(?<![가-힣])눈|입안|입\s*주변)(?:이|가|과|이랑|도)?.{0,6}(?:부어|붓|부풀|퉁퉁|두꺼워)|목이\s*(?:막히|막힌|조여|조이)|\b(?:lips?|tongue|throat|face|eyes)\b.{0,15}\b(?:swell\w*|swollen|puffy|thick)\b|\bpuffy\s+(?:lips|eyes|face)\b"],
-    "wheeze": [r"쌕쌕|\bwheez\w*|\bcough\w*\b|기침|\bhoarse\b|목소리가?\s*(?:쉬|변)|\bbp\s+dropped\b|\bblood\s+pressure\s+dropped\b|혈압이\s*떨어"],
+    "face_swelling": [r"\b(?:lips?|tongue|face|eyes)\b.{0,20}\b(?:gone|going|are|is)\s+(?:huge|massive|enormous)\b|\b(?:lips?|tongue|face)\b.{0,15}\b(?:blown\s+up|ballooned)\b", r"(?:입술|혀|목구멍|얼굴|(?<![가-힣])눈|입안|입\s*주변)(?:이|가|과|이랑|도)?.{0,6}(?:부어|붓|부풀|퉁퉁|두꺼워)|목이\s*(?:막히|막힌|조여|조이)|\b(?:lips?|tongue|throat|face|eyes)\b.{0,15}\b(?:swell\w*|swollen|puffy|thick)\b|\bpuffy\s+(?:lips|eyes|face)\b"],
+    "wheeze": [r"\bvoice\s+(?:sounds|is|has\s+gone)\s+(?:weird|strange|funny|different|croaky)\b|목소리가?\s*이상", r"쌕쌕|\bwheez\w*|\bcough\w*\b|기침|\bhoarse\b|목소리가?\s*(?:쉬|변)|\bbp\s+dropped\b|\bblood\s+pressure\s+dropped\b|혈압이\s*떨어"],
     "rlq_pain": [r"오른쪽\s*아랫배|\blower\s+right\b|\bright\s+lower\b|걸을\s*때\s*(?:울려|아파)|\bhurts\s+to\s+walk\b|배꼽\s*(?:주변|근처)에서\s*시작|\bbelly\s+button\b"],
     "distension": [r"배가?\s*(?:빵빵|부풀|부어|불러)|\b(?:belly|stomach|tummy|abdomen)\b.{0,20}\b(?:swollen|bloated|distended)\b|\bbloated\b"],
     "post_surgery": [r"수술(?:한|받은)?\s*(?:지|후)|\bafter\s+(?:my\s+)?surgery\b|\bdays\s+after\s+surgery\b|\bpost-?op\b"],
@@ -477,6 +479,9 @@ SIGNS: dict[str, list[str]] = {
         r"\bpain\w*|\bhurts?\b|\bache\w*|\bfever\b|\bdizz\w*|\bvomit\w*|\bbreath\w*|\bnumb\w*|\bswell\w*|\bswollen\b|\bbleed\w*|\bcough\w*|\bdiarr\w*|\bheadache\b|\brash\b|\bitch\w*|\bshak\w*|\bfaint\w*|\bnause\w*|\bsore\b|\bweak\w*",
     ],
 }
+
+
+SIGNS.update(SIGNS_INDIRECT)
 
 
 @lru_cache(maxsize=1)
