@@ -60,7 +60,8 @@ FORMAT = 3
 _SIGN_NAMES = tuple(sorted([*SIGNS, "fever"]))
 _REASONS = ("negated", "reassured", "past", "question", "hypothetical", "family_history", "mild", "joke",
             "recovered", "routine")
-_FLAGS = ("question", "hypothetical", "child", "third_person", "pregnant", "infant", "fever", "symptom", "diabetic")
+_FLAGS = ("question", "hypothetical", "child", "third_person", "pregnant", "infant", "fever", "symptom", "diabetic",
+          "minimised", "figurative")
 _MEDS = ("anticoagulant", "insulin_or_su", "chemotherapy", "immunosuppressed")
 FINDING_NAMES: tuple[str, ...] = (tuple(f"sign:{n}" for n in _SIGN_NAMES) + tuple(f"dropped:{r}" for r in _REASONS)
                                   + _FLAGS + tuple(f"med:{m}" for m in _MEDS))
@@ -71,14 +72,14 @@ def finding_vector(f: Findings) -> np.ndarray:
     """Layer-1 findings as features (len(:data:`FINDING_NAMES`),) float32 in [0, 1]: each sign
     present now; per suppression reason, the number of signs dropped for it (capped at 3, / 3);
     message flags (question, hypothetical, child, third person, pregnant, infant under 3 months,
-    fever ≥ 38 °C, a symptom now, diabetes); medication classes."""
+    fever ≥ 38 °C, a symptom now, diabetes, played down, a figure of speech); medication classes."""
     dropped = dict.fromkeys(_REASONS, 0)
     for reason in f.suppressed.values():
         dropped[reason] = dropped.get(reason, 0) + 1
     flags = {"question": f.question, "hypothetical": f.hypothetical, "child": f.child,
              "third_person": f.third_person, "pregnant": f.pregnant,
              "infant": f.age_months is not None and f.age_months < 3, "fever": f.fever,
-             "symptom": f.symptom, "diabetic": f.diabetic}
+             "symptom": f.symptom, "diabetic": f.diabetic, "minimised": f.minimised, "figurative": f.figurative}
     v = [1.0 if n in f.signs else 0.0 for n in _SIGN_NAMES]
     v += [min(dropped[r], 3) / 3 for r in _REASONS]
     v += [1.0 if flags[k] else 0.0 for k in _FLAGS]

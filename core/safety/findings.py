@@ -46,19 +46,19 @@ _NEG_BEFORE_EN = re.compile(
 _REASSURE_BEFORE = re.compile(r"(?:\bnormal\b|\bfine\b|괜찮은데|정상인데)\s*$", re.I)
 _INFO_KO = re.compile(
     r"소설|드라마|영화|과제|숙제|학생인데|공부하|왜\s|왜요|뭐예요|뭔가요|뭐에요|뭔지|무엇|뭘\s|어떻게(?!\s*(?:해야|하죠|해요|하나요|할까요|하면\s*(?:돼|되|좋)|해\s*(?:야|줘|주)))|(?:으면|면)\s.{0,25}(?:나요|까요|가요|해요|돼요|되나요|돼요)\s*\?|다른가요|같은\s*(?:건가요|말인가요)|뜻이에요"
-    r"|어떤\s*(?:증상|게|것|신호|말)|어떻게\s*(?:알|구별|대처)|징후|알려\s*주|설명|예방|차이가|차이는|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)|기준이|언제\s*(?:가야|응급실|써야|쓰|사용|맞아야|놓아야)|얼마나\s*(?:가요|지속|오래)|같은\s*(?:말|뜻|거|것)(?:이에요|인가요|예요)|무슨\s*뜻")
+    r"|어떤\s*(?:증상|게|것|신호|말)|어떻게\s*(?:알|구별|대처)|징후|알려\s*주|설명|예방|차이가|차이는|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)|기준이|언제\s*(?:가야|응급실|써야|쓰|사용|맞아야|놓아야)|얼마나\s*(?:가요|지속|오래)|뭐가\s*달라|무엇이\s*달라|어떻게\s*달라|(?:가면|되면|넘으면|지속되면)\s*(?:응급|위험)|몇\s*(?:도|살|번|분)\s*(?:부터|이상|넘게)|같은\s*(?:말|뜻|거|것)(?:이에요|인가요|예요)|무슨\s*뜻")
 _INFO_EN = re.compile(
     r"\b(?:(?:nursing|medical|med|pharmacy|paramedic)\s+student|studying\s+(?:for|about)|for\s+(?:a|my)\s+class|novel|story|homework|assignment|tv\s+show|writing\s+a)\b|^\s*can\s+(?:you|i|one)\b"
     r"|\bdifference\s+between\b|^\s*(?:can|could|does|do|is|are)\s+\w+\s+(?:happen|cause|be|turn|look)\b|\bis\s+it\s+(?:possible|safe|dangerous|ok|okay|bad|normal)\b"
     r"|\b(?:what(?:'s|\s+(?:are|is|does|causes?|happens))|what\s+(?:do|should)\s+(?:you|one|people|parents)\b|how\s+(?:do|does|can|should|would|long)\s+(?:you|one|i|we|parents|people|someone|families)\s+\w+|signs?\s+of|symptoms?\s+of|warning\s+signs"
-    r"|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|recognise|spot)|tell\s+me\s+about|explain|when\s+(?:is|should|do)\b|why\s+(?:do|is|are|does))\b", re.I)
+    r"|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|recognise|spot)|tell\s+me\s+about|explain|when\s+(?:is|should|do)\b|what\s+(?:temperature|number|level|age|dose)\b|why\s+(?:do|is|are|does))\b", re.I)
 _NOW_KO = re.compile(r"(?:전|아침|새벽|저녁|밤|어제|오후)\s*부터|\d+\s*(?:분|시간)\s*째|지금|방금|갑자기|현재|아까|계속|오늘|제가\s|저\s|저는|저도|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가|아기가|애가|와이프가|동생이")
 _NOW_EN = re.compile(r"\b(?:since\s+(?:this|last|about|an?|yesterday|lunch|dinner|breakfast|tea)|(?:an?|one|\d+)\s+(?:hour|min\w*)s?\s+ago|for\s+(?:over\s+)?(?:an?|the\s+(?:last|past))\s+(?:hour|few\s+hours|half)|i'?m|i\s+am|i\s+have|i\s+can'?t|i\s+feel|my|right\s+now|just|he'?s|she'?s|he\s+is|she\s+is|is\s+having|currently|suddenly|rn|im)\b", re.I)
-_PAST_KO = re.compile(r"[았었였졌셨났왔갔했됐봤]었|지난번|몇\s*년\s*전|\d+\s*(?:세|살)\s*(?:때|에)(?!\s*(?:아기|아이))|한때|했었|었었|였었|\d+\s*년째\s*안|\d+\s*(?:년|달|개월)\s*(?:전|됐)|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있|지난달|지난\s*(?:주|해|봄|여름|가을|겨울)|대학생\s*때|고등학생\s*때|진단받으신\s*지|(?:19|20)\d\d년|다\s*나았|완치|그\s*뒤로는?\s*(?:괜찮|없)")
+_PAST_KO = re.compile(r"[았었였졌셨났왔갔했됐봤]었|지난번|몇\s*년\s*전|\d+\s*(?:세|살)\s*(?:때|에)(?!\s*(?:아기|아이))|한때|했었|었었|였었|\d+\s*년째\s*안|\d+\s*(?:년|달|개월)\s*(?:전|됐)|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있|지난달|지난\s*(?:주|해|봄|여름|가을|겨울)|대학생\s*때|고등학생\s*때|진단받으신\s*지|(?:19|20)\d\d년|(?:신생아|아기|갓난아기)\s*때|다\s*나았|완치|그\s*뒤로는?\s*(?:괜찮|없)")
 _PAST_EN = re.compile(
     r"\b(?:(?<!fine\s)last\s+night|a\s+few\s+years\s+back|years\s+back|previously|at\s+(?:age\s+)?\d{2}(?!\s*(?:weeks|%|kg))\b|in\s+my\s+(?:twenties|thirties|teens)|years?\s+ago|last\s+(?:year|month|winter|summer|week)|months?\s+ago|in\s+the\s+past|when\s+i\s+was|history\s+of|used\s+to|once\s+had|as\s+a\s+(?:child|kid|teen(?:ager)?|baby|toddler)"
-    r"|growing\s+up|none\s+since|nothing\s+since|never\s+since|in\s+(?:19|20)\d\d|back\s+in|in\s+college|was\s+diagnosed|fully\s+recovered|recovered\s+well|in\s+hospital\s+with|last\s+(?:spring|autumn|fall)|(?:been|was|is|are)\s+(?:fine|well|ok|okay|great|good)\s+(?:ever\s+)?since|all\s+healed|cleared\s+up|turned\s+out\s+to\s+be)\b", re.I)
-_STILL = re.compile(r"지금\s*(?:도|또|다시|막|계속|너무|갑자기)|오늘|요즘(?!은?\s*(?:괜찮|없|안|잘|증상\s*없))|이번에|\d+\s*(?:분|시간)\s*째|\d+\s*(?:min(?:ute)?s?|hours?)\b|또\s|여전히|계속(?!\s*(?:먹|복용|써|맞|드))|방금|\bright\s+now\b|\band\s+now\b|\bsince\s+(?:last\s+night|yesterday|this\s+morning|breakfast|lunch)\b|(?:어제|어젯밤|아침|새벽|밤)\s*부터|\bnow\s+(?:i|i'?ve|i'?m|he|she|it|they|my|his|her|there)\b(?!\s+(?:just|only|always|usually|carry|avoid|know|keep))|\bstill\b(?!\s+(?:need|have\s+to|take|carry|show|worry|itch|use|get|wonder))|\btoday\b|\bjust\s+(?:now|had|started|came)\b|\brn\b|\b(?:for\s+)?(?:over\s+)?an\s+hour\b|\bwon'?t\s+stop\b|\bwill\s+not\s+stop\b|안\s*멈|멈추지\s*않", re.I)
+    r"|growing\s+up|none\s+since|nothing\s+since|never\s+since|in\s+(?:19|20)\d\d|back\s+in|in\s+college|was\s+diagnosed|fully\s+recovered|recovered\s+well|in\s+hospital\s+with|last\s+(?:spring|autumn|fall)|when\s+(?:he|she|they|my\s+\w+)\s+was\s+(?:a\s+)?(?:newborn|baby|toddler|little|younger|small)|(?:been|was|is|are)\s+(?:fine|well|ok|okay|great|good)\s+(?:ever\s+)?since|all\s+healed|cleared\s+up|turned\s+out\s+to\s+be)\b", re.I)
+_STILL = re.compile(r"지금\s*(?:도|또|다시|막|계속|너무|갑자기)|오늘|요즘(?!은?\s*(?:괜찮|없|안|잘|증상\s*없))|이번에|\d+\s*(?:분|시간)\s*째|\d+\s*(?:min(?:ute)?s?|hours?)\b|또\s|여전히|계속(?!\s*(?:먹|복용|써|맞|드))|방금|\bright\s+now\b|\band\s+now\b|\bsince\s+(?:last\s+night|yesterday|this\s+morning|breakfast|lunch)\b|(?:어제|어젯밤|아침|새벽|밤)\s*부터|\bnow\s+(?:i|i'?ve|i'?m|he|she|it|they|my|his|her|there)\b(?!\s+(?:just|only|always|usually|carry|avoid|know|keep)|'?s\s+(?:\d|fine|well|ok|okay|healthy|doing|grown))|\bstill\b(?!\s+(?:need|have\s+to|take|carry|show|worry|itch|use|get|wonder))|\btoday\b|\bjust\s+(?:now|had|started|came)\b|\brn\b|\b(?:for\s+)?(?:over\s+)?an\s+hour\b|\bwon'?t\s+stop\b|\bwill\s+not\s+stop\b|안\s*멈|멈추지\s*않", re.I)
 _HYPOTHETICAL = re.compile(
     r"\b(?:nursing|medical)\s+student\b|\bscenario\b|\bcase\s+stud(?:y|ies)\b|\bessay\b|\bstatistics\b|\bdissertation\b|\bthesis\b|\bfirst\s+aid\s+(?:course|training|class)\b|\btraining\s+(?:scenario|course|exercise|question)\b|사례\s*문제|시나리오|통계|리포트|레포트|논문|교육\s*(?:중|받|과정)|시험\s*문제|\bfor\s+(?:a|my)\s+(?:class|novel|story|assignment)\b|소설|과제|숙제|학생인데|드라마에서|영화에서|\bin\s+the\s+(?:tv\s+)?show\b|\bwriting\s+(?:a|my)\s+(?:story|novel|character)"
     r"|\bif\s+(?:someone|somebody|a|an|the|you|your|one|they|he|she|my|i\s+(?:find|see|suddenly|ever))\b|\bwhat\s+(?:should|do)\s+(?:you|i|we)\s+do\s+if\b|\bwhat\s+to\s+do\s+if\b"
@@ -327,12 +327,16 @@ def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
 _LACK = re.compile(r"(?:힘|감각|반응|의식|대답|기운|태동|눈물|소변)(?:이|을|도)?\s*(?:이\s*)?$")
 
 
+_HEIGHT = re.compile(r"\b(?:bridge|roof|ledge)\b|다리|옥상", re.I)
+_OUTING = re.compile(r"\bwatch\w*|\bfireworks?\b|\bview\b|\bphotos?\b|\bsunset\b|\bpicnic\b|\bwalk\w*|\bjog\w*|\bcycl\w*|\bparty\b|\bbbq\b"
+                     r"|불꽃|구경|산책|사진|노을|파티", re.I)
+"""Being on a bridge or a roof to watch, walk or take photos is an outing, not a height reached."""
 _CONTRAST = re.compile(r"\bbut\b|지만\s", re.I)
 """A contrast splits a sentence: a past event before "but" does not make what follows past
 ("I started iron last week so it's probably that, but my poo is black and I nearly fainted")."""
 _NEAR_EN = re.compile(r"\b(?:nearly|almost|about\s+to)\s+$", re.I)
-_TANTRUM = re.compile(r"\btantrum|\bwhen\s+(?:he|she|they)\s+(?:doesn'?t|does\s+not|don'?t)\s+want\b|\bon\s+purpose\b|\bplaying\s+(?:dead|possum)\b"
-                      r"|떼(?:를)?\s*(?:쓸|쓰|부릴)|일부러|장난", re.I)
+_TANTRUM = re.compile(r"\btantrum|\bwhen\s+(?:he|she|they)\s+(?:doesn'?t|does\s+not|don'?t)\s+want\b|\bon\s+purpose\b|\bplaying\s+(?:dead|possum)\b|\brelax\w*|\bloves?\s+it\b"
+                      r"|떼(?:를)?\s*(?:쓸|쓰|부릴)|일부러|장난|힘을\s*(?:쭉\s*)?빼|좋아해", re.I)
 _SMALL_BLOOD = re.compile(r"\b(?:streaks?|specks?|spots?|few\s+drops|drops?|smear\w*|tinge\w*|a\s+bit|a\s+little|tiny|trace)\b|\b(?:toilet\s+)?paper\b"
                           r"|\bwhen\s+i\s+wipe\b|휴지에|살짝|조금|약간|묻어|묻었|한두\s*방울", re.I)
 _ASSERT_NOW = re.compile(
@@ -393,6 +397,8 @@ def _reason(text: str, start: int, end: int, sign: str) -> str | None:
         return "recovered"
     if sign == "suicidal" and _JOKE.search(text):
         return "joke"
+    if sign == "suicidal" and _HEIGHT.search(matched) and _OUTING.search(sentence):
+        return "mild"
     if sign in ("collapse", "thunderclap") and _NEAR_KO.search(after):
         return "mild"
     if sign == "overdose" and (_VITAMIN.search(sentence) or _PERMISSION_KO.search(after)):

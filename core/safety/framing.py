@@ -33,7 +33,7 @@ _MINIMISER = re.compile(
     r"|\b(?:not|no)\s+a?\s*big\s+deal\b|\bno\s+rush\b|\bnot\s+urgent\b|\b(?:silly|quick|stupid|random)\s+question\b|\bjust\s+(?:wondering|curious|a\s+query|asking)\b"
     # English: hoping to be told it can wait
     r"|\b(?:it'?s|he'?s|she'?s|they'?re)\s+(?:probably\s+)?(?:fine|ok|okay)\s*(?:though)?\s*,?\s*right\s*\?"
-    r"|\b(?:he|she|they|it)\s+seems?\s+(?:fine|ok|okay|alright)\b|\bcan\s+i\s+(?:just\s+)?(?:sleep\s+it\s+off|wait\s+(?:till|until|for)\s+(?:the\s+)?morning)\b"
+    r"|\b(?:he|she|they|it)\s+seems?\s+(?:fine|ok|okay|alright)\b|\b(?:he|she)\s+says?\s+(?:he'?s|she'?s|it'?s)\s+(?:fine|ok|okay|nothing)\b|괜찮다고(?:는)?\s*하(?:는데|시는데)|\bcan\s+i\s+(?:just\s+)?(?:sleep\s+it\s+off|wait\s+(?:till|until|for)\s+(?:the\s+)?morning)\b"
     # Korean: the frame only
     r"|별거\s*아닌?\s*(?:것\s*같은데|거\s*같은데|데|질문인데)(?:요)?|별거\s*아니(?:겠지만|겠죠|길)|별일\s*아닐\s*(?:수도\s*있는데|것\s*같은데|텐데)|별일\s*아니(?:겠죠|겠지만|길)"
     r"|괜히\s*(?:호들갑|유난|걱정|신고하기)\S*|호들갑(?:인가|일\s*수도|떠는)\S*|유난\s*(?:떠는|스러운)\s*(?:것|거)\s*같(?:지만|은데|아서)?"

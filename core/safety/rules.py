@@ -91,7 +91,8 @@ _WEAK_INTENT = ("gratitude", "unreachable", "giving_away", "intent_time")
 _BENIGN_PLAN = re.compile(
     r"\bmov(?:e|ing)\s+(?:abroad|house|out|away|to)\b|\bemigrat\w*|\bretir\w*|\b(?:basic\s+)?training\b|\benlist\w*|\bdeploy\w*|\bdeclutter\w*"
     r"|\bbirthdays?\b|\bwedding\b|\bholiday\b|\bvacation\b|\btrip\b|\bsurgery\b|\boperation\b|\bdiagnos\w*|\bquit(?:ting)?\s+smoking\b"
-    r"|이사|이민|유학|퇴직|은퇴|입대|훈련소|군대|대청소|생일|결혼|여행|수술|진단|금연", re.I)
+    r"|\bgraduat\w*|\bleaving\s+(?:my|the)\s+job\b|\b(?:old|new)\s+job\b|\bcelebrat\w*"
+    r"|이사|이민|유학|퇴직|퇴사|이직|졸업|은퇴|입대|훈련소|군대|대청소|생일|결혼|여행|수술|진단|금연", re.I)
 
 
 def _intent(f: Findings) -> str | None:

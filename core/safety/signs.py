@@ -54,7 +54,7 @@ SIGNS: dict[str, list[str]] = {
         r"\bchest\s+pain\b.{0,15}\b(?:going|goin|spreading|moving)\s+(?:up\s+|down\s+)?(?:into|to)\s+(?:my\s+|his\s+|her\s+)?(?:left\s+)?(?:arm|jaw|neck|back|shoulder)",
     ],
     # --- stroke: face, arm, speech, balance, eyes (NICE NG128, BE-FAST) ---
-    "stroke_focal": [r"(?:오른|왼)(?:손|팔|발|다리)(?:이|가)?\s*말을\s*안\s*(?:들|듣)|말이\s*(?:자꾸\s*)?헛나", 
+    "stroke_focal": [r"\b(?:arm|leg|hand)\s+went\s+(?:heavy\s+and\s+)?(?:useless|limp)\b", r"(?:오른|왼)(?:손|팔|발|다리)(?:이|가)?\s*말을\s*안\s*(?:들|듣)|말이\s*(?:자꾸\s*)?헛나", 
         r"\bspeech\s+(?:was|went|is|got)\s+(?:all\s+)?(?:off|weird|funny|strange|wrong|muddled)\b|\b(?:hand|arm|leg)\s+went\s+(?:weak|numb|clumsy|dead|floppy)\b",
         r"\b(?:arm|leg)\s+and\s+(?:arm|leg)\b.{0,30}\b(?:numb|heavy|weak|dead)\b|\btyping\s+(?:this\s+)?with\s+one\s+hand\b",
         r"발음이\s*(?:뭉개|꼬|어눌|샌|이상|새)|말(?:씀)?(?:을|이)?\s*(?:이상하게|못\s*알아듣게|알아들을\s*수\s*없게)\s*(?:해|하|나)",
@@ -84,7 +84,7 @@ SIGNS: dict[str, list[str]] = {
         r"(?:손|팔|다리)이?\s*내\s*(?:손|팔|다리)\s*같지\s*않|얼굴\s*(?:왼쪽|오른쪽|한쪽)이?\s*(?:저려|마비|감각)",
     ],
     # --- thunderclap headache (NICE CG150) ---
-    "thunderclap": [r"\b(?:came\s+on|hit|started)\s+(?:like\s+a\s+)?(?:bang|thunderclap|explosion)\b|\b(?:migraine|headache|head)\b.{0,60}\b(?:like\s+a\s+bang|worst\s+ever)\b|머리(?:가)?.{0,6}(?:쾅|빵|펑)\s*(?:하고|터)", 
+    "thunderclap": [r"\blike\s+(?:a\s+)?(?:bat|hammer|brick|baseball\s+bat|punch)\s+to\s+the\s+(?:back\s+of\s+(?:the|my)\s+)?head\b|\bworst\s+(?:i've|i\s+have)\s+ever\s+felt\b|방망이로\s*맞은|태어나서\s*(?:최악|처음)", r"\b(?:came\s+on|hit|started)\s+(?:like\s+a\s+)?(?:bang|thunderclap|explosion)\b|\b(?:migraine|headache|head)\b.{0,60}\b(?:like\s+a\s+bang|worst\s+ever)\b|머리(?:가)?.{0,6}(?:쾅|빵|펑)\s*(?:하고|터)", 
         r"(?:몇\s*초|순식간에|1분도\s*안\s*(?:돼|되어)서?).{0,15}(?:최고|최악|심해|극심).{0,10}(?:두통|머리)",
         r"(?:갑자기|난생\s*처음|인생\s*최악|최악의|평생\s*처음|벼락|살면서\s*(?:이런|처음)).{0,15}(?:두통|머리가?\s*(?:아파|아프|아퍼|깨질|터질|쪼개질))",
         r"(?:망치로|몽둥이로|벽돌로)\s*(?:맞은|때린|얻어맞은)\s*(?:것|듯)|머리.{0,10}(?:폭발|빡\s*하고|확\s*터)",
@@ -103,7 +103,7 @@ SIGNS: dict[str, list[str]] = {
         r"(?:뒷목|뒷머리|머리)(?:이|가)?\s*(?:깨질|쪼개질|터질)\s*(?:듯|것\s*같|거\s*같)|터지듯이?.{0,6}(?:최고|아파|아프)|\bhead\s*(?:가|이)?\s*터질",
     ],
     # --- sudden vision loss ---
-    "vision_loss": [
+    "vision_loss": [r"눈(?:에|앞에)\s*(?:회색|검은|까만)?\s*그림자", 
         r"\bshadow\b.{0,30}\beye\b|\b(?:curtain|veil|shade)\b.{0,30}\b(?:over|across)\b.{0,20}\beye\b",
         r"(?:한쪽|오른쪽|왼쪽|두|양쪽)?\s*눈(?:이|에|앞이)?\s*(?:갑자기\s*)?(?:안\s*보|안보|까매|까맣|캄캄|깜깜|커튼|먹통|아예\s*안)",
         r"갑자기.{0,10}(?:한쪽\s*눈이|눈이\s*안\s*보|시야가\s*(?:안|까맣|사라|가려)|앞이\s*안\s*보|앞이\s*안보)",
@@ -124,7 +124,7 @@ SIGNS: dict[str, list[str]] = {
         r"\bone\s+eye\b.{0,10}안\s*보|눈\s*앞이\s*(?:새까|까매|캄캄|깜깜)",
     ],
     # --- airway and breathing (BTS/SIGN asthma life-threatening features; RCUK choking) ---
-    "breathing_severe": [
+    "breathing_severe": [r"(?:흡입기|벤토린|inhaler).{0,12}(?:전혀\s*)?안\s*듣|한두\s*마디(?:밖에|도)?\s*못", 
         r"\b(?:struggling|can'?t|cannot|unable|hard)\s+to\s+(?:finish|complete)\s+(?:a\s+|my\s+|his\s+|her\s+)?sentences?\b|어깨(?:까지)?\s*들썩|\b(?:reliever|inhaler|ventolin|blue\s+inhaler)\b.{0,30}\bevery\s+(?:few\s+)?(?:min\w*|\d+\s*min\w*)|흡입기.{0,20}(?:효과가?\s*없|별\s*차이\s*없|소용\s*없|안\s*들)",
         r"목에\s*(?:뭐가\s*|떡이\s*|고기가\s*|사탕이\s*)?걸(?:렸|려).{0,20}(?:숨|소리|말|기침도)|목에\s*걸려서\s*숨",
         r"\bout\s+of\s+breath\b.{0,25}\b(?:lying|sitting|resting|at rest)\b",
@@ -175,7 +175,7 @@ SIGNS: dict[str, list[str]] = {
     ],
     # --- major bleeding (NICE CG141, NG232) ---
     "bleeding_major": [
-        r"\bpumping\b.{0,10}\bblood\b|\bblood\b.{0,10}\bpumping\b|\b(?:spurt|squirt)\w*\b|\bdeep\s+(?:gash|wound)\b.{0,40}\b(?:blood|bleed\w*)|피가\s*(?:솟구|뿜)",
+        r"\bpumping\b.{0,10}\bblood\b|\bblood\b.{0,10}\bpumping\b|(?<!growth\s)\b(?:spurt|squirt)\w*\b|\bdeep\s+(?:gash|wound)\b.{0,40}\b(?:blood|bleed\w*)|피가\s*(?:솟구|뿜)",
         r"(?:변|똥|대변)(?:이|을|도)?.{0,12}(?:새까맣|까맣|시커멓|검게|짜장).{0,30}(?:어지|핑\s*돌|쓰러|기운이\s*없|식은땀|창백|차가|차고)",
         r"커피\s*(?:찌꺼기|가루)\s*(?:같은|처럼)|(?:까맣고|검고|시커멓고|새까맣고)\s*(?:끈적|물컹|짜장)|짜장\s*같은.{0,10}변",
         r"피를.{0,12}(?:뱉|쏟)|피가.{0,10}(?:젖|흥건|안\s*멈|안멈|뿜)",
@@ -183,7 +183,7 @@ SIGNS: dict[str, list[str]] = {
         r"(?:수건|거즈|붕대|휴지|패드)(?:이|가)?.{0,10}(?:다\s*)?(?:젖|흥건)",
         r"피(?:가|를)?.{0,12}(?:뿜어|멈추질\s*않|멈추지\s*않|안\s*멈|안멈|한\s*바가지|쏟아|줄줄|흥건|계속\s*나와|개많이|계속\s*스며)",
         r"피를.{0,10}(?:토|토햇)|(?<![가-힣])피\s*토|코피(?:가)?.{0,20}(?:안\s*멈|안멈|멈추지|멈추질|\d+\s*(?:분|시간)\s*째|한\s*시간)",
-        r"\b(?:vomit\w*|threw\s+up|throwing\s+up|puk\w*)\b[^,.;]{0,30}\bblood\b|\bcoffee[- ]grounds?\b|\bcoughing\s+up\b.{0,20}\bblood\b",
+        r"\b(?:vomit\w*|threw\s+up|throwing\s+up|puk\w*|brought\s+up|bringing\s+up)\b[^,.;]{0,45}\bblood\b|\bcoffee[- ]grounds?\b|\bcoughing\s+up\b.{0,20}\bblood\b",
         r"\b(?:black|dark)\b.{0,20}\b(?:sticky|tarry|like\s+tar)\b|\btarry\b",
         r"\bblood\b.{0,30}\bsoak\w*|\bsoak\w*\b.{0,30}\b(?:towel|towels|bandage|pads?)\b|\bgushing\s+blood\b|\bblood\b.{0,15}\b(?:gushing|everywhere)\b|\bthree\s+towels\b",
         r"피(?:가|를)?\s*(?:토했|토해|토하|토함|계속\s*(?:나|흘)|멈추지\s*않|안\s*멈|멎지\s*않|안\s*멎|많이\s*(?:나|흘)|쏟|철철|펑펑|콸콸|한\s*움큼|한\s*컵|마니)",
@@ -226,7 +226,7 @@ SIGNS: dict[str, list[str]] = {
         r"불러도.{0,10}(?:눈을?\s*(?:잘\s*)?(?:못|안)\s*뜨|반응)",
     ],
     # --- sudden confusion (NHS: sudden confusion / delirium) ---
-    "confusion": [
+    "confusion": [r"\bcan'?t\s+answer\s+(?:simple\s+|easy\s+)?questions\b|\bcalling\s+(?:me|us)\s+by\s+(?:my|our|the)?\s*\w+(?:'s)?\s+name\b|\bcan'?t\s+tell\s+me\s+where\s+(?:he|she)\s+lives\b|간단한\s*질문에도\s*대답(?:을)?\s*못|\S+\s*이름으로\s*(?:부르|불러)|주소를?\s*못\s*대", 
         r"(?:밤|낮)인지.{0,8}(?:모르|구분)|원래\s*이런\s*분(?:은|이)?\s*아니|\bnot\s+(?:acting\s+like\s+)?(?:her|him)self\b|\bdoesn'?t\s+know\s+(?:what\s+day|where\s+(?:she|he)\s+is|who\s+i\s+am)",
         r"\bdoesn'?t\s+seem\s+to\s+know\b",
         r"못\s*알아보|못알아보|여기가\s*어딘지.{0,8}(?:모르|헷갈)|어디(?:인지|인지도)\s*모름|날짜도\s*(?:몰|모르)|엉뚱한\s*(?:소리|말|단어)|누구냐고",
@@ -243,7 +243,7 @@ SIGNS: dict[str, list[str]] = {
         r"몇\s*(?:년도|월|일)인지\s*모르|이름(?:으로|을)?\s*(?:헷갈|잘못\s*부르)|언니\s*이름으로\s*부르|\bwhat\s+(?:year|day)\s+it\s+is\b|\bthinks\s+(?:i'?m|it'?s)\b|\bnot\s+making\s+(?:much\s+)?sense\b",
     ],
     # --- seizure (NICE NG217) ---
-    "seizure": [
+    "seizure": [r"\b(?:jerk\w*|shaking|twitching|fitting)\b.{0,20}\b(?:for\s+)?\d+\s*min\w*|\b(?:shaking|jerking|twitching|fitting)\b.{0,30}\b(?:won'?t|will\s+not|doesn'?t)\s+stop\b|\d+\s*분\s*째.{0,10}(?:떨|경련|경기)|(?:몸을?\s*떨|경련|경기).{0,10}(?:멈추질|멈추지)\s*않", 
         r"(?<!공황\s)(?<!공황)(?<!천식\s)(?<!불안\s)(?:발작|경련|경기)\s*(?:시작|계속|멈추지|안\s*멈|한\s*지\s*\d|\d+\s*분)|\b(?:seizure|fit|convulsion)\b.{0,25}\b(?:\d+\s*min\w*|won'?t\s+stop|went\s+on|still\s+going)",
         r"몸이\s*(?:갑자기\s*)?(?:굳|뻣뻣)|(?:덜덜|부들부들|바들바들)\s*떨.{0,10}(?:의식|눈|팔다리|몸|거품)|팔다리가.{0,10}(?:덜덜|부들부들|규칙적으로)",
         r"\bwent\s+(?:rigid|stiff)\b|\btwitching\s+all\s+over\b|\bjerking\s+rhythmically\b|\bfoam\w*\s+at\s+(?:the|his|her)\s+mouth\b|\bstiff\s+and\s+jerking\b",
@@ -287,12 +287,12 @@ SIGNS: dict[str, list[str]] = {
     "overdose": [r"\bswallow\w*\b.{0,45}\bbatter(?:y|ies)\b|(?:시계|리모컨|동그란|단추).{0,15}(?:건전지|배터리)(?:를|을)?\s*(?:삼켰|삼킨|먹었)", 
         r"\b(?:1[5-9]|[2-9]\d)\s+(?:tablets|pills|capsules|caps|tabs)\b.{0,20}\b(?:since|today|in\s+(?:a|one)\s+day|over\s+the\s+day|at\s+once)\b|\bdoubl\w*\s+up\b.{0,40}\b(?:1[5-9]|[2-9]\d)\s+(?:tablets|pills)",
         r"(?:네|다섯|여섯|일곱|여덟|아홉|열|열두|열다섯|스무|서른|몇|[4-9]|\d{2,})\s*알\s*(?:넘게|이상|정도|쯤)?\s*(?:을|를)?\s*(?:다\s*)?(?:먹었|삼켰|드셨|먹은|삼킨|먹엇)",
-        r"(?:농약|락스|세제|살충제|제초제|부동액|표백제|세척제).{0,25}(?:드셨|마셨|먹었|삼켰|마신|먹은|마셔)",
+        r"(?:농약|락스|세제|살충제|제초제|부동액|표백제|세척제|세정제).{0,25}(?:드셨|마셨|먹었|삼켰|마신|먹은|마셔)",
         r"(?:알|정|알약)(?:이랑|과|하고|에)?.{0,15}(?:소주|맥주|술|와인|양주|보드카).{0,15}(?:같이|함께|마셨|먹었)|(?:술|소주).{0,10}(?:신경안정제|수면제|진통제).{0,10}(?:같이|함께|잔뜩)",
         r"\bswallowed\s+(?:some|a\s+few|several|\d+)\s+of\b|\b\d+\s+(?:are|were)\s+missing\b",
         r"(?:세제|락스|농약|살충제|부동액|표백제|쥐약|건전지|배터리|담배|철분제).{0,10}(?:삼켰|먹었|마셨|마신|먹은|삼킨|깨물|씹어)",
         r"(?:약|알약|타이레놀|수면제|진통제|혈압약|당뇨약|인슐린|안정제|항우울제|와파린)(?:을|를|도)?.{0,20}(?:여러\s*번|열\s*알|\d+\s*알|한\s*움큼|잔뜩|왕창|많이|한\s*통|한\s*판(?:\s*다)?|한\s*줄(?:\s*다)?)\s*(?:이나|나|씩|넘게|정도|로)?\s*(?:먹|드셨|드시|삼켰|맞)",
-        r"\b(?:swallowed|ate|drank|bit\s+into|got\s+into|chewed|vaped)\b.{0,30}\b(?:detergent|dishwasher\s+(?:pods?|tablets?)|laundry\s+pods?|tide\s+pods?|bleach|cleaner|antifreeze|pesticide|rat\s+poison|batter(?:y|ies)|lighter\s+fluid|weed\s*killer|cigarette)",
+        r"\b(?:swallowed|ate|drank|bit\s+into|got\s+into|chewed|vaped)\b.{0,30}\b(?:detergent|dishwasher\s+(?:pods?|tablets?)|laundry\s+pods?|tide\s+pods?|bleach|cleaner|antifreeze|pesticide|rat\s+poison|batter(?:y|ies)|lighter\s+fluid|weed\s*killer|cigarette|drain\s+unblocker|unblocker|oven\s+cleaner|descaler)",
         r"\btook\s+(?:like\s+|about\s+|maybe\s+|around\s+)?(?:[5-9]|\d{2,})\s+[a-z]+|\btook\s+a\s+(?:bunch|handful|lot|ton|load)\s+of\b|\bate\s+a\s+handful\s+of\b",
         r"\b(?:oxy\w*|xanax|valium|percocet|fentanyl|heroin|opioids?|benzos?|sleeping\s+pills)\b.{0,40}\b(?:vodka|alcohol|beers?|wine|booze|whiskey|drinks?)\b|\b(?:vodka|alcohol|beer|wine|booze)\b.{0,40}\b(?:oxy\w*|xanax|valium|percocet|fentanyl|opioids?|benzos?|sleeping\s+pills)\b",
         r"(?:약|알약|수면제|진통제|타이레놀|혈압약|당뇨약|안정제|신경안정제|항우울제|인슐린|tylenol).{0,15}(?:한꺼번에|한\s*번에\s*(?:다|전부|몽땅|\d)|왕창|통째로|한\s*통|한통|한\s*움큼|과다\s*복용|과량|너무\s*많이|잔뜩|\d+\s*(?:알|개|정)(?:을|를|이나|씩)?\s*(?:다|한꺼번에|먹었|삼켰))",
@@ -316,7 +316,7 @@ SIGNS: dict[str, list[str]] = {
     "sepsis_word": [
         r"패혈증(?:인|일|이\s*온|\s*같)|\bsepsis\b(?!\s+(?:last|years|once))|\bseptic\b",
     ],
-    "mottled": [r"얼룩덜룩|얼룩지|\bmottled\b|\bblotchy\s+skin\b|\bskin\b.{0,10}\bblotchy\b|피부가?\s*(?:창백하고\s*)?얼룩|\bmottl\w*"],
+    "mottled": [r"\b(?:hands|feet|legs|arms|skin|body)\b.{0,25}\bblotchy\b", r"얼룩덜룩|얼룩지|\bmottled\b|\bblotchy\s+skin\b|\bskin\b.{0,10}\bblotchy\b|피부가?\s*(?:창백하고\s*)?얼룩|\bmottl\w*"],
     "no_urine": [
         r"소변(?:을)?\s*(?:하루\s*종일|한\s*번도|거의)?\s*(?:안\s*(?:보|나)|못\s*보|거의\s*안)|소변도\s*거의\s*안",
         r"\b(?:hasn'?t|haven'?t|not|hasnt)\s+(?:peed|passed\s+urine|wee'?d)|\bbarely\s+peeing\b|\bnot\s+peeing\b",
@@ -346,7 +346,7 @@ SIGNS: dict[str, list[str]] = {
         r"\blight\b.{0,10}\b(?:hurts|killing|painful)\b|\bsensitiv\w*\s+to\s+light\b|\bphotophobia\b|\bcan'?t\s+(?:stand|bear|tolerate)\s+(?:the\s+)?(?:bright\s+)?light|\b(?:wants?|want)\s+the\s+(?:lights?\s+off|curtains\s+(?:shut|closed))|\blights?\s+are\s+killing",
         r"불을?\s*(?:꺼\s*달|끄라|끄래)",
     ],
-    "nonblanching_rash": [r"\b(?:pressed|press|roll\w*|put)\s+(?:a\s+)?(?:glass|tumbler)\b.{0,40}\b(?:still\s+there|didn'?t\s+go|don'?t\s+go|not\s+go\w*)\b|\bdon'?t\s+go\s+(?:away\s+)?when\s+i\s+(?:press|roll)|\bpin-?\s?prick\b|(?:컵|유리)(?:을|으로|로)?\s*(?:굴려|대|눌러)\s*(?:봐도|보니|봤는데).{0,6}(?:그대로|안\s*(?:없어|사라|빠지))", 
+    "nonblanching_rash": [r"\b(?:stay|stays|stayed|remain\w*)\b.{0,30}\b(?:glass|tumbler)\b|\b(?:glass|tumbler)\b.{0,30}\b(?:stay|stays|stayed|remain\w*)\b|(?:컵|유리잔|유리컵)(?:을|으로|로)?\s*(?:대고|대도|대면).{0,20}(?:그대로|안\s*(?:없어|사라))", r"\b(?:pressed|press|roll\w*|put)\s+(?:a\s+)?(?:glass|tumbler)\b.{0,40}\b(?:still\s+there|didn'?t\s+go|don'?t\s+go|not\s+go\w*)\b|\bdon'?t\s+go\s+(?:away\s+)?when\s+i\s+(?:press|roll)|\bpin-?\s?prick\b|(?:컵|유리)(?:을|으로|로)?\s*(?:굴려|대|눌러)\s*(?:봐도|보니|봤는데).{0,6}(?:그대로|안\s*(?:없어|사라|빠지))", 
         r"\b(?:glass|tumbler|press\w*)\b.{0,40}\b(?:didn'?t|doesn'?t|don'?t|won'?t|not|dont|didnt)\b.{0,20}\b(?:go\s+away|fade|disappear|blanch)|\bpurpl\w*\s+(?:spots|rash|blotches|marks|dots)\b|(?:컵|유리)(?:으로|로)?.{0,12}(?:눌러|대).{0,12}(?:그대로|안\s*(?:없어|사라|빠지))",
         r"(?:눌러도|컵으로\s*눌러도|유리컵.{0,10}|glass\s*test\s*에서)\s*(?:안|색이\s*안)\s*(?:없어|사라|빠지|지워)|안\s*없어짐|보라색\s*(?:반점|점)|멍\s*같은\s*(?:발진|반점)|자반|붉은\s*점.{0,15}(?:늘어|퍼지)",
         r"\b(?:doesn'?t|does\s+not|won'?t|didn'?t|don'?t|dont|not)\s+(?:fade|blanch|disappear)|\bnon-?blanching\b|\bpurple\s+(?:spots|rash|blotches)\b|\bbruise-like\s+rash\b|\bpin\s*-?prick\s+spots\b|\bred\s+spots\b.{0,20}\bspreading\b",
@@ -360,7 +360,7 @@ SIGNS: dict[str, list[str]] = {
         r"\bbleed\w*\b|\bclots\b|\bsoaking\s+a\s+pad\b",
         r"피가\s*(?:생리처럼|좀\s*많이|비치)|\bspotting\s+heavily\b|\bbleeding\s+quite\s+a\s+lot\b",
     ],
-    "reduced_fetal_movement": [r"\b(?:haven'?t|hasn'?t|not|never)\s+felt\s+(?:the\s+|my\s+)?baby\s+kick\w*|(?:아기|태아)\s*(?:발차기|발길질)(?:를|가)?\s*(?:못\s*느|없|안\s*느)", 
+    "reduced_fetal_movement": [r"\bbaby\b.{0,25}\b(?:really|very|so|too|completely)\s+(?:still|quiet)\b|(?:아기|태아)(?:가)?\s*(?:너무|계속|하루\s*종일|완전히)\s*조용", r"\b(?:haven'?t|hasn'?t|not|never)\s+felt\s+(?:the\s+|my\s+)?baby\s+kick\w*|(?:아기|태아)\s*(?:발차기|발길질)(?:를|가)?\s*(?:못\s*느|없|안\s*느)", 
         r"태동(?:이)?\s*(?:이\s*)?(?:없|줄|안\s*느|거의\s*없|약해|확\s*줄)|아기가\s*(?:오늘\s*)?(?:하루\s*종일|반나절째)?\s*(?:안\s*(?:움직|놀)|움직이지)|태동이\s*없어",
         r"\b(?:baby|babys|baby'?s)\b.{0,25}\b(?:hasn'?t|not|stopped|isn'?t)\s+mov\w*|\b(?:movements?)\b.{0,20}\b(?:slowed|reduced|less|stopped)\b|\bfetal\s+movement\b.{0,20}\b(?:거의|없|less|reduced|absent)|\bhasn'?t\s+moved\b",
         r"태동(?:이)?.{0,12}(?:줄었|줄어|없어|약해|안\s*느)|\bfetal\s+movement\b.{0,20}(?:거의\s*없|없|less|reduced|absent)|아기가\s*(?:안\s*놀|안\s*움직)",
@@ -368,7 +368,7 @@ SIGNS: dict[str, list[str]] = {
         r"\b(?:baby|babys|baby'?s)\b.{0,30}\b(?:quieter|less\s+active|not\s+kicking|stopped\s+kicking|barely\s+moved|hardly\s+moving|not\s+moving\s+much)\b|\b(?:no|fewer|less)\s+kicks\b",
         r"\b(?:haven'?t|hasn'?t|havent|hasnt|not|never)\s+felt\s+(?:the\s+)?baby\s+mov\w*|태동(?:이|은)?\s*(?:하나도|전혀|통|아예|거의)\s*(?:없|안\s*느|못\s*느)",
     ],
-    "waters_broken": [r"양수(?:가)?.{0,8}(?:터|새|흘|나와|나오)|물이\s*(?:주르륵|줄줄)|\bwaters?\s+(?:have\s+|has\s+|just\s+)?(?:broken|broke|breaking)|\bfluid\s+is\s+leaking\b|\bwater\s+just\s+broke\b", r"\bgush\s+of\s+(?:fluid|water)\b|\bleaking\s+fluid\b|물\s*같은\s*(?:게|것이)\s*(?:계속\s*)?(?:흘|새|나와)"],
+    "waters_broken": [r"\bgush\s+of\s+(?:\w+\s+)?(?:fluid|water)\b|맑은\s*물\s*같은\s*(?:게|것이)", r"양수(?:가)?.{0,8}(?:터|새|흘|나와|나오)|물이\s*(?:주르륵|줄줄)|\bwaters?\s+(?:have\s+|has\s+|just\s+)?(?:broken|broke|breaking)|\bfluid\s+is\s+leaking\b|\bwater\s+just\s+broke\b", r"\bgush\s+of\s+(?:fluid|water)\b|\bleaking\s+fluid\b|물\s*같은\s*(?:게|것이)\s*(?:계속\s*)?(?:흘|새|나와)"],
     "one_sided_pelvic_pain": [
         r"(?:한쪽|오른쪽|왼쪽)\s*(?:아랫)?배(?:를|가)?.{0,12}(?:아프|아파|통증|찢어질|움켜|stabbing)|한쪽\s*배가?\s*(?:넘|너무)?\s*아프",
         r"\b(?:one[- ]sided|one\s+side|left\s+side|right\s+side|on\s+my\s+(?:left|right)\s+side)\b.{0,30}\b(?:pain|cramp\w*)|\bpain\b.{0,20}\b(?:on\s+one\s+side|low\s+down\s+on\s+one\s+side|one\s+side)\b|\bdoubled\s+over\b",
@@ -405,14 +405,14 @@ SIGNS: dict[str, list[str]] = {
     "deep_breathing": [r"숨을\s*(?:깊고\s*빠르게|크게\s*몰아)|\bbreath\w*\s+(?:deep\s+and\s+fast|heavily)\b|\bdeep\s+(?:and\s+)?(?:fast|rapid)\s+breath"],
     "abdominal_pain": [r"배(?:가|를)?.{0,10}(?:아프|아파|아퍼)|\b(?:belly|stomach|tummy|abdomen)\b.{0,20}\b(?:pain\w*|hurts?|ache|agony)|\bhurts?\b.{0,20}\b(?:belly|stomach|tummy)\b|복통|\b(?:belly|stomach|tummy|abdominal|abdomen)\s*(?:pain|ache|hurts?)|\bpain\b.{0,15}\b(?:belly|stomach|abdomen|tummy)\b"],
     # --- paediatric red flags (NICE NG143) ---
-    "floppy": [r"축\s*(?:늘어|처)|축처져|늘어져|\bfloppy\b|\blimp\b|\bunresponsive\b"],
-    "hard_to_wake": [r"\bcan\s+(?:hardly|barely)\s+wake\b|\bcan'?t\s+keep\s+(?:him|her|them)\s+awake\b|깨어\s*있게\s*할\s*수(?:가)?\s*없", r"깨워도|잘\s*안\s*깨|안깨요|눈도\s*잘\s*못\s*뜸|\bhard\s+to\s+wake\b|\bwon'?t\s+wake\b|\bwont\s+wake\b|\bbarely\s+opens?\b|\bnot\s+(?:really\s+)?responding\b"],
+    "floppy": [r"흐물흐물|축\s*쳐지|\blimp\b", r"축\s*(?:늘어|처)|축처져|늘어져|\bfloppy\b|\blimp\b|\bunresponsive\b"],
+    "hard_to_wake": [r"\b(?:hard|difficult|impossible)\s+to\s+rouse\b|\b(?:won'?t|can'?t)\s+rouse\b|깨우기(?:가)?\s*(?:힘들|어려)", r"\bcan\s+(?:hardly|barely)\s+wake\b|\bcan'?t\s+keep\s+(?:him|her|them)\s+awake\b|깨어\s*있게\s*할\s*수(?:가)?\s*없", r"깨워도|잘\s*안\s*깨|안깨요|눈도\s*잘\s*못\s*뜸|\bhard\s+to\s+wake\b|\bwon'?t\s+wake\b|\bwont\s+wake\b|\bbarely\s+opens?\b|\bnot\s+(?:really\s+)?responding\b"],
     "no_wet_nappies": [r"\bno\s+wet\s+(?:nappy|diaper)\b|\bnappies?\s+(?:have\s+been|are)\s+dry\b", r"기저귀(?:가)?.{0,12}(?:말라|안\s*젖|안젖|마른)|소변을?\s*한\s*번도\s*안|\bno\s+wet\s+(?:nappies|diapers)\b|\b(?:hasn'?t|not)\s+(?:peed|wee'?d)\b|\bdry\s+(?:nappies|diapers)\b", r"\bhasn'?t\s+had\s+a\s+wet\s+(?:nappy|diaper)\b"],
     "no_tears": [r"눈물이?\s*(?:안\s*나|없)|\bno\s+tears\b|\bwithout\s+tears\b"],
     "grunting": [r"끙끙|그렁|\bgrunt\w*\b"],
     "green_vomit": [r"초록색\s*토|녹색\s*토|\bgreen\b.{0,10}\b(?:vomit|bile|sick)\b|\bvomiting\s+green\b"],
-    "high_pitched_cry": [r"\b(?:shrill|high)\s+cry\w*|\b(?:weird|strange|odd)\s+high\s+cry\b|째지는\s*(?:소리|울음)", r"날카롭게\s*(?:계속\s*)?울|달래지지\s*않|\bhigh[- ]pitched\s+(?:continuous\s+)?cry\w*"],
-    "not_feeding": [r"\bbarely\s+(?:taken|had|drunk|drank)\s+(?:any\s+)?(?:milk|feeds?|formula)\b|\brefus\w*\s+(?:the|her|his|every)\s+(?:bottle|breast|feeds?)\b|\bnot\s+interested\s+in\s+(?:feeding|feeds|milk)\b|(?:분유|우유|젖)(?:를|을)?\s*거의\s*안|젖병(?:을)?\s*(?:계속\s*)?거부|수유(?:를)?\s*안\s*하|젖(?:을)?\s*(?:전혀\s*)?안\s*물", r"젖을\s*안\s*먹|(?:분유|우유)를?\s*안\s*먹|잘\s*안\s*먹|\bnot\s+feeding\b|\bisn'?t\s+feeding\b|\bwon'?t\s+feed\b"],
+    "high_pitched_cry": [r"\b(?:high|weak|shrill)\s+(?:weak\s+|high\s+)?(?:cry|crying|wail\w*)\b|\b(?:constant|continuous)\s+(?:moaning\s+)?cry\w*|\bmoaning\s+cry\b|힘없이.{0,10}울|높은\s*소리로\s*(?:계속\s*)?울|앓는\s*소리로\s*울", r"\b(?:shrill|high)\s+cry\w*|\b(?:weird|strange|odd)\s+high\s+cry\b|째지는\s*(?:소리|울음)", r"날카롭게\s*(?:계속\s*)?울|달래지지\s*않|\bhigh[- ]pitched\s+(?:continuous\s+)?cry\w*"],
+    "not_feeding": [r"\bhasn'?t\s+(?:fed|had\s+a\s+feed|had\s+(?:any\s+)?milk|drunk\s+anything)\s+(?:since|for|all)\b|\brefused\s+(?:every|all|each)\s+feeds?\b|\bonly\s+(?:taken|took|had|drunk|drank)\s+\d+\s*(?:oz|ml)\b|\b(?:won'?t|isn'?t|not)\s+drink(?:ing)?\b|\btoo\s+sleepy\s+to\s+feed\b|(?:아침|어제|하루\s*종일).{0,8}(?:수유를?\s*)?(?:다\s*)?(?:안\s*먹|거부)|\d+\s*(?:ml|cc)\s*밖에\s*안\s*먹|물도\s*안\s*마셔|입에도\s*안\s*대|먹지도\s*못", r"\bbarely\s+(?:taken|had|drunk|drank)\s+(?:any\s+)?(?:milk|feeds?|formula)\b|\brefus\w*\s+(?:the|her|his|every)\s+(?:bottle|breast|feeds?)\b|\bnot\s+interested\s+in\s+(?:feeding|feeds|milk)\b|(?:분유|우유|젖)(?:를|을)?\s*거의\s*안|젖병(?:을)?\s*(?:계속\s*)?거부|수유(?:를)?\s*안\s*하|젖(?:을)?\s*(?:전혀\s*)?안\s*물", r"젖을\s*안\s*먹|(?:분유|우유)를?\s*안\s*먹|잘\s*안\s*먹|\bnot\s+feeding\b|\bisn'?t\s+feeding\b|\bwon'?t\s+feed\b"],
     "pale_unresponsive": [r"창백하고\s*(?:잘\s*)?반응|\bpale\b.{0,20}\bnot\s+(?:really\s+)?respond\w*|\bwon'?t\s+smile\b|웃지도\s*않|눈을\s*맞추지"],
     # --- carbon monoxide (NHS) ---
     "co_source": [
@@ -428,7 +428,7 @@ SIGNS: dict[str, list[str]] = {
     "many_ill": [r"가족(?:들이|\s*모두)|식구들이|온\s*가족|온가족|다\s*같이|다들|모두|우리\s*다|\bwhole\s+family\b|\beveryone\b|\bwe\s+all\b|\bthe\s+kids\s+all\b|\bme\s+and\s+the\s+kids\b|\bfamily\s+all\b|\bfamly\b"],
     "sealed_room": [r"창문(?:을)?\s*(?:다\s*)?(?:막|닫고|테이프)|밀폐|\bwindows?\s+sealed\b|\bsealed\b|\btaped\b"],
     # --- burns (NHS, British Burn Association) ---
-    "burn": [r"\bhot\s+fat\b|\bfat\s+(?:went|spilled|splashed)\b", r"화상|데었|데엇|데어|데였|덴\s|데인|탔어|익은\s*듯|감전|\bburnt\b|\bburned\b|\bburnin?g?\s+like\b|\bscald\w*|\bburns?\s+(?:on|to|from|mark)\b|\ba\s+(?:large\s+|big\s+)?(?:white\s+)?(?:blistered\s+)?burn\b|\bburn\s+(?:mark|injury|blister|on)\b|\belectric\s+shock\b|\bgot\s+a\s+shock\b|\bsingeing\b|\bsinged\b|\bburn\b(?!s)",
+    "burn": [r"\bkettle\b.{0,30}\b(?:over|spilt|spilled|scald\w*|boiling)\b|\b(?:pulled|knocked)\s+(?:a|the)\s+kettle\b|주전자(?:를|가)?\s*(?:엎|쏟|넘어)", r"\bhot\s+fat\b|\bfat\s+(?:went|spilled|splashed)\b", r"화상|데었|데엇|데어|데였|덴\s|데인|탔어|익은\s*듯|감전|\bburnt\b|\bburned\b|\bburnin?g?\s+like\b|\bscald\w*|\bburns?\s+(?:on|to|from|mark)\b|\ba\s+(?:large\s+|big\s+)?(?:white\s+)?(?:blistered\s+)?burn\b|\bburn\s+(?:mark|injury|blister|on)\b|\belectric\s+shock\b|\bgot\s+a\s+shock\b|\bsingeing\b|\bsinged\b|\bburn\b(?!s)",
              r"끓는\s*물|뜨거운\s*(?:물|기름|커피|국물|라면)|기름이?\s*튀|불이?\s*(?:옷에\s*)?(?:옮겨|붙)|\bboiling\s+water\b|\bhot\s+(?:oil|water|coffee|soup|tea)\b|\bclothes\s+caught\s+fire\b|\bhouse\s+fire\b|\bfirework\b",
              r"(?<![가-힣])산(?:이)?.{0,8}(?:쏟|튀)|\b(?:industrial|battery|hydrochloric|sulph?uric)\s+acid\b|\bacid\b.{0,15}\b(?:spill\w*|splash\w*)|\b(?:spill\w*|splash\w*)\b.{0,20}\bacid\b|\bdrain\s+cleaner\b|(?:락스|세제|표백제).{0,10}튀|\bhot\s+(?:\w+\s+)?(?:soup|water|oil|coffee|tea|drink)\b|\bsocket\b|콘센트", r"\bburnd\b|\bgrease\s+fire\b|\bscald\b"],
     "burn_severe": [
@@ -437,7 +437,7 @@ SIGNS: dict[str, list[str]] = {
         r"물집(?:이)?\s*(?:커|장난|엄청|넓)|\bblisters?\s+(?:are\s+)?huge\b|blister\S*\s*(?:가)?\s*엄청|두\s*다리|넓게|다\s*익|\bblistred\b|\bpeeling\b",
     ],
     # --- acute abdomen (NHS stomach ache, testicular torsion) ---
-    "abdomen_severe": [
+    "abdomen_severe": [r"\bhard\s+as\s+a\s+board\b", 
         r"배(?:가|를)?.{0,10}(?:칼로\s*찌르|찢어질|판자|돌처럼|딱딱|터질|뒹굴)|배가?\s*(?:너무|진짜)\s*아파서\s*(?:움직|숨)|극심한\s*복통|복통이\s*심|배를?\s*움켜",
         r"누르면\s*아프고\s*(?:손을\s*)?뗄\s*때\s*더|방귀(?:도)?\s*안\s*나|방구도\s*안나|명치부터\s*등까지.{0,10}찢어",
         r"\b(?:belly|abdomen|stomach|tummy)\b.{0,25}\b(?:rigid|hard\s+as\s+a\s+rock|like\s+a\s+board|rock\s+hard|agony|off\s+the\s+charts)\b|\b(?:rigid|board-like)\s+(?:belly|abdomen)\b",
@@ -455,7 +455,7 @@ SIGNS: dict[str, list[str]] = {
     "dizzy": [r"어지러|어지럽|현기증|핑\s*돌|\bdizz\w*|\blight-?headed\b|\bfaint\b|\bweak\b|기운이\s*없"],
     "trauma": [r"교통사고|넘어졌|넘어지|떨어졌|부딪|사고(?:가)?\s*났|\baccident\b|\bfell\b|\bcrash\w*|\bbump(?:ed)?\b|\bhit\s+by\b"],
     "diabetic": [r"당뇨|1형|2형|\bdiabet\w*|\btype\s*[12]\b|\bt1d\b|\binsulin\b|인슐린"],
-    "allergen": [r"\bsatay\b|\bpeanut\s+(?:sauce|butter)\b", 
+    "allergen": [r"(?:캐슈|호두|아몬드|피스타치오|마카다미아|잣)\S{0,6}\s*(?:\S+\s+)?(?:먹고|먹었|먹은|삼키)", r"\bsatay\b|\bpeanut\s+(?:sauce|butter)\b", 
         r"(?:땅콩|견과|새우|게|갑각류|계란|달걀|우유|밀가루|복숭아|키위|해산물|조개|메밀|조영제|항생제|페니실린|주사|약|shrimp|peanuts?|nuts?|egg|milk)\S{0,6}\s*(?:\S+\s+)?(?:먹고|먹었|먹은|맞고|맞은|드시고|삼키)|벌에?\s*쏘|알레르기",
         r"\b(?:ate|eating|eaten|after)\b.{0,25}(?:\b(?:peanuts?|nuts?|cashews?|walnuts?|shrimp|prawns?|shellfish|egg|milk|kiwi|sesame|seafood|crab)\b|땅콩|새우|계란|견과)|\b(?:stung|sting)\b|\ballerg\w*|\bcontrast\s+dye\b|\binjection\b|\bnew\s+(?:pill|medicine|medication)\b|\bepi-?pen\b",
     ],
