@@ -50,7 +50,7 @@ _INFO_KO = re.compile(
 _INFO_EN = re.compile(
     r"\b(?:(?:nursing|medical|med|pharmacy|paramedic)\s+student|studying\s+(?:for|about)|for\s+(?:a|my)\s+class|novel|story|homework|assignment|tv\s+show|writing\s+a)\b|^\s*can\s+(?:you|i|one)\b"
     r"|\bdifference\s+between\b|^\s*(?:can|could|does|do|is|are)\s+\w+\s+(?:happen|cause|be|turn|look)\b|\bis\s+it\s+(?:possible|safe|dangerous|ok|okay|bad|normal)\b"
-    r"|\b(?:what(?:'s|\s+(?:are|is|does|causes?|happens))|what\s+(?:do|should)\s+(?:you|one|people|parents)\b|how\s+(?:do|does|can|should|would|long)\s+(?:you|one|i|we|parents|people|someone|families)\s+\w+|signs?\s+of|symptoms?\s+of|warning\s+signs"
+    r"|\b(?:what(?:'s|\s+(?:are|is|does|causes?|happens|makes))|what\s+(?:do|should)\s+(?:you|one|people|parents)\b|how\s+(?:do|does|can|should|would|long)\s+(?:you|one|i|we|parents|people|someone|families)\s+\w+|signs?\s+of|symptoms?\s+of|warning\s+signs"
     r"|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|recognise|spot)|tell\s+me\s+about|explain|when\s+(?:is|should|do)\b|what\s+(?:temperature|number|level|age|dose)\b|why\s+(?:do|is|are|does))\b", re.I)
 _NOW_KO = re.compile(r"(?:전|아침|새벽|저녁|밤|어제|오후)\s*부터|\d+\s*(?:분|시간)\s*째|지금|방금|갑자기|현재|아까|계속|오늘|제가\s|저\s|저는|저도|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가|아기가|애가|와이프가|동생이")
 _NOW_EN = re.compile(r"\b(?:since\s+(?:this|last|about|an?|yesterday|lunch|dinner|breakfast|tea)|(?:an?|one|\d+)\s+(?:hour|min\w*)s?\s+ago|for\s+(?:over\s+)?(?:an?|the\s+(?:last|past))\s+(?:hour|few\s+hours|half)|i'?m|i\s+am|i\s+have|i\s+can'?t|i\s+feel|my|right\s+now|just|he'?s|she'?s|he\s+is|she\s+is|is\s+having|currently|suddenly|rn|im)\b", re.I)
@@ -327,10 +327,23 @@ def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
 _LACK = re.compile(r"(?:힘|감각|반응|의식|대답|기운|태동|눈물|소변)(?:이|을|도)?\s*(?:이\s*)?$")
 
 
+BENIGN_PLAN = re.compile(
+    r"\bmov(?:e|ing)\s+(?:abroad|house|out|away|to)\b|\bemigrat\w*|\bretir\w*|\b(?:basic\s+)?training\b|\benlist\w*|\bdeploy\w*|\bdeclutter\w*"
+    r"|\bbirthdays?\b|\bwedding\b|\bholiday\b|\bvacation\b|\btrip\b|\bsurgery\b|\boperation\b|\bdiagnos\w*|\bquit(?:ting)?\s+smoking\b"
+    r"|\bgraduat\w*|\bleaving\s+(?:my|the)\s+job\b|\b(?:old|new)\s+job\b|\bcelebrat\w*"
+    r"|이사|이민|유학|퇴직|퇴사|이직|졸업|은퇴|입대|훈련소|군대|대청소|생일|결혼|여행|수술|진단|금연", re.I)
+"""A benign reason for goodbyes, giving things away or putting affairs in order (moving house, a
+trip, a new job, an operation): it voids a plan without the means (NHS "Help for suicidal
+thoughts" names these signs; they are signs only without such a reason)."""
+_SOFT_FAREWELL = re.compile(r"goodbye|giving|gave|affairs|belongings|stuff|things|정리|나눠|작별", re.I)
 _HEIGHT = re.compile(r"\b(?:bridge|roof|ledge)\b|다리|옥상", re.I)
 _OUTING = re.compile(r"\bwatch\w*|\bfireworks?\b|\bview\b|\bphotos?\b|\bsunset\b|\bpicnic\b|\bwalk\w*|\bjog\w*|\bcycl\w*|\bparty\b|\bbbq\b"
                      r"|불꽃|구경|산책|사진|노을|파티", re.I)
 """Being on a bridge or a roof to watch, walk or take photos is an outing, not a height reached."""
+_GENERIC_Q = re.compile(r"(?:^|[,.]\s*)(?:can|could|does|do|will|would)\s+(?:a|an)\s+\w+\s+(?:\w+\s+)?(?:cause|make|take|give|lead|trigger|bring|affect)\b", re.I)
+_FIRST_PERSON = re.compile(r"\b(?:i|i'?m|i'?ve|me|my|mine|we|our|us)\b", re.I)
+"""A question about what a condition can do in general ("can a migraine take away half your
+vision?") asks about the condition even when it names a sudden sign; unless the writer is in it."""
 _CONTRAST = re.compile(r"\bbut\b|지만\s", re.I)
 """A contrast splits a sentence: a past event before "but" does not make what follows past
 ("I started iron last week so it's probably that, but my poo is black and I nearly fainted")."""
@@ -399,6 +412,8 @@ def _reason(text: str, start: int, end: int, sign: str) -> str | None:
         return "joke"
     if sign == "suicidal" and _HEIGHT.search(matched) and _OUTING.search(sentence):
         return "mild"
+    if sign == "suicidal" and _SOFT_FAREWELL.search(matched) and BENIGN_PLAN.search(text):
+        return "mild"
     if sign in ("collapse", "thunderclap") and _NEAR_KO.search(after):
         return "mild"
     if sign == "overdose" and (_VITAMIN.search(sentence) or _PERMISSION_KO.search(after)):
@@ -421,6 +436,8 @@ def _reason(text: str, start: int, end: int, sign: str) -> str | None:
         return why
     now = _NOW_KO.search(sentence) or _NOW_EN.search(sentence)
     if (_INFO_KO.search(sentence) or _INFO_EN.search(sentence)) and not now:
+        return "question"
+    if _GENERIC_Q.search(sentence) and not _FIRST_PERSON.search(sentence):
         return "question"
     if _FAMILY_HISTORY.search(sentence) and not _ACUTE.search(sentence):
         return "family_history"

@@ -19,7 +19,9 @@ The thresholds come from the guidance named in the category's ``source``:
   anticoagulant or one that does not stop goes to A&E (NHS "Nosebleed");
 - systolic ≥ 160 or diastolic ≥ 110 mmHg in pregnancy is severe hypertension (NICE NG133);
 - sepsis: infection with confusion, mottled skin, no urine, fast breathing or systolic
-  < 90 mmHg (NICE NG51 high-risk criteria), or fever with chemotherapy / immunosuppression;
+  < 90 mmHg (NICE NG51 high-risk criteria), or fever with chemotherapy / immunosuppression, or
+  shivering, feeling very unwell or signs of shock during anticancer treatment (NICE CG151:
+  suspect neutropenic sepsis in anyone having anticancer treatment who becomes unwell);
 - intent to die said through its preparations (NICE NG225; NHS "Help for suicidal thoughts":
   a plan, the means, a time, saying goodbye, giving things away, talk of being a burden):
   two different preparations together, one of them a strong one (:func:`_intent`), or
@@ -36,7 +38,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from core.safety.findings import Findings
+from core.safety.findings import BENIGN_PLAN, Findings
 
 Rule = Callable[[Findings], "str | None"]
 
@@ -64,7 +66,8 @@ def _anticoagulated_bleed(f: Findings) -> str | None:
         return None
     s = f.has("head_injury", "nosebleed", "bleeding_major", "swelling_growing")
     if s is None and (b := f.has("bleeding_any")) and (f.has("sudden", "vomiting", "dizzy") or
-                                                       any(w in f.text for w in ("많이", "a lot", "alot", "heavily"))):
+                                                       any(w in f.text for w in ("많이", "a lot", "alot", "heavily")) or
+                                                       re.search(r"\bnon-?stop\b|\bfor\s+(?:two|three|\d+)\s+hours\b|시간\s*째", f.text, re.I)):
         s = b
     if s is None and (t := f.has("trauma")) and f.has("dizzy", "distension", "bleeding_any"):
         s = t
@@ -88,11 +91,6 @@ def _gi_or_nose(f: Findings) -> str | None:
 
 _STRONG_INTENT = ("farewell", "means_at_hand", "finality")
 _WEAK_INTENT = ("gratitude", "unreachable", "giving_away", "intent_time")
-_BENIGN_PLAN = re.compile(
-    r"\bmov(?:e|ing)\s+(?:abroad|house|out|away|to)\b|\bemigrat\w*|\bretir\w*|\b(?:basic\s+)?training\b|\benlist\w*|\bdeploy\w*|\bdeclutter\w*"
-    r"|\bbirthdays?\b|\bwedding\b|\bholiday\b|\bvacation\b|\btrip\b|\bsurgery\b|\boperation\b|\bdiagnos\w*|\bquit(?:ting)?\s+smoking\b"
-    r"|\bgraduat\w*|\bleaving\s+(?:my|the)\s+job\b|\b(?:old|new)\s+job\b|\bcelebrat\w*"
-    r"|이사|이민|유학|퇴직|퇴사|이직|졸업|은퇴|입대|훈련소|군대|대청소|생일|결혼|여행|수술|진단|금연", re.I)
 
 
 def _intent(f: Findings) -> str | None:
@@ -100,15 +98,15 @@ def _intent(f: Findings) -> str | None:
     for suicidal thoughts"): at the edge of a height, or preparations worth 3 or more where a
     strong one (a farewell note, the means at hand, talk of not being around or of being a
     burden) counts 2 and a weak one (thanks said as an ending, unreachable, giving things away,
-    a time set) counts 1. A benign reason (moving house, a trip, an operation) voids a plan
+    a time set) counts 1 (three weak ones together count too). A benign reason (moving house, a trip, an operation) voids a plan
     without the means."""
     if (edge := f.has("at_the_edge")):
         return f"at the edge: {edge.matched}"
     strong = [n for n in _STRONG_INTENT if n in f.signs]
     weak = [n for n in _WEAK_INTENT if n in f.signs]
-    if not strong or 2 * len(strong) + len(weak) < 3:
+    if (not strong and len(weak) < 3) or 2 * len(strong) + len(weak) < 3:
         return None
-    if "means_at_hand" not in strong and _BENIGN_PLAN.search(f.text):
+    if "means_at_hand" not in strong and BENIGN_PLAN.search(f.text):
         return None
     return " + ".join(f"{n}: {f.signs[n].matched}" for n in strong + weak)
 
@@ -205,6 +203,8 @@ def _sepsis(f: Findings) -> str | None:
     immuno = f.meds & {"chemotherapy", "immunosuppressed"}
     if immuno and f.fever:
         return f"fever + {sorted(immuno)[0]}"
+    if "chemotherapy" in f.meds and (s := f.has("rigors", "very_unwell", "shock", "mottled")) and not f.question:
+        return f"unwell during anticancer treatment: {s.matched} (NICE CG151)"
     if (s := f.has("sepsis_word")) and (f.fever or f.has("rigors", "very_unwell", "no_urine")):
         return s.matched
     infected = f.has("infection") or f.fever or f.has("rigors")
@@ -327,7 +327,7 @@ def _acute_abdomen(f: Findings) -> str | None:
         return f"abdominal pain + fever + {r.name}"
     if pain and f.has("distension") and f.has("vomiting"):
         return "abdominal pain + distension + vomiting"
-    if pain and f.has("vomiting") and f.has("sudden") and any(w in f.text.lower() for w in ("severe", "심하", "심한", "너무")):
+    if pain and f.has("vomiting") and f.has("sudden") and any(w in f.text.lower() for w in ("severe", "심하", "심한", "너무", "so bad", "really bad", "agony", "can't move", "cant move")):
         return "sudden severe abdominal pain + vomiting"
     return None
 

@@ -93,11 +93,11 @@ TIME = [
 
 # Finality: not being around, no longer needing things, others free of them, at rest.
 FINALITY = [
-    r"\b(?:a\s+)?burden\b|\bbetter\s+off\s+without\s+me\b|\blast\s+message\s+to\s+(?:anyone|everyone)\b|\bfree\s+of\s+me\b|\bbetter\s+this\s+way\b|\bmade\s+(?:my|his|her|their)\s+peace\b",
+    r"\b(?:a\s+)?burden\b|\bbetter\s+off\s+without\s+me\b|\bbetter\s+(?:off\s+)?if\s+i\s+(?:wasn'?t|weren'?t|wasnt|was\s+not)\s+(?:around|here)\b|\blast\s+message\s+to\s+(?:anyone|everyone)\b|\bfree\s+of\s+me\b|\bbetter\s+this\s+way\b|\bmade\s+(?:my|his|her|their)\s+peace\b",
     r"\bfinally\s+(?:get\s+(?:to\s+)?)?(?:rest|some\s+(?:rest|peace)|at\s+peace|be\s+free)\b|\bget\s+some\s+peace\b|\b(?:won'?t|wont|will\s+not)\s+(?:be\s+)?(?:need(?:ing)?|using)\s+(?:any\s+of\s+)?(?:it|them|this|that|these)\b|\bwhere\s+(?:i'?m|she'?s|he'?s|they'?re)\s+going\b",
     r"\bnobody\s+(?:will\s+(?:have\s+to|need\s+to)\s+)?worr(?:y|ies)\s+about\s+me\b|\b(?:won'?t|will\s+not)\s+have\s+to\s+(?:deal\s+with|worry\s+about|put\s+up\s+with|clean\s+up\s+after)\s+me\b|\bi\s+won'?t\s+be\s+(?:here|around)\b",
     r"\b(?:it'?ll|it\s+will|it\s+all|everything\s+will)\s+(?:all\s+)?be\s+(?:done|over)\b|\bit\s+ends\s+(?:tonight|today|here|now)\b|\bnot\s+a\s+danger\s+to\s+anyone\s+but\s+myself\b|\bit'?s\s+(?:very\s+|so\s+)?(?:quiet(?:er)?|calm|peaceful)\s+(?:up\s+)?here\b",
-    r"(?:이제|드디어)\s*(?:좀|푹)?\s*쉴\s*수\s*있|쓸\s*일이\s*없|필요\s*없(?:을|으니|어요|다고)|(?:아무도|다들|누구도)\s*(?:저|나|제)\s*(?:때문에|걱정|뒷수습)|(?:저|나)\s*때문에\s*(?:힘들|고생|걱정할)\s*(?:일|사람)?\s*없|걱정할\s*일\s*(?:없|도\s*없)",
+    r"(?:이제|드디어)\s*(?:좀|푹)?\s*쉴\s*수\s*있|쓸\s*일이\s*없|필요\s*없(?:을|으니|어요|다고)|(?:아무도|다들|누구도)\s*(?:저|나|제)\s*(?:때문에|걱정|뒷수습)|(?:저|나)\s*때문에\s*(?:힘들|고생|걱정할)\s*(?:일|사람)?\s*없|걱정할\s*일\s*(?:없|도\s*없)|(?:제가|내가)\s*없(?:어지|으)면|(?:다들|모두|가족들)(?:이)?\s*(?:더\s*)?편할",
     r"짐(?:만|이)?\s*(?:돼서|되어서|된\s*것\s*같|될\s*뿐|이라는|이다)|(?:제가|내가)\s*남기는\s*마지막|준비(?:는|도)?\s*다\s*(?:끝났|됐|했)|(?:여기|위가)\s*(?:조용해서|평온)|평온하네|이제\s*자유|마음\s*정리(?:를)?\s*다|(?:이게|이렇게)\s*(?:다\s*)?(?:나아|낫)|(?:끝이에요|끝이야|끝낼\s*거|끝냄|다\s*끝날|다\s*끝나\s*있)|마음이\s*놓여",
 ]
 
