@@ -98,6 +98,7 @@ _SPO2 = re.compile(r"(?:산소\s*포화도|포화도|spo2|sp02|o2\s*sat\w*|oxige
 _GLUCOSE = re.compile(r"(?:혈당|blood\s*sugar|sugar|glucose|\bbg\b|\bbgl\b)(?:\s*수치)?\D{0,15}?(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*(mmol|mg)?", re.I)
 _BP_PAIR = re.compile(r"(?<![\d.])(\d{2,3})\s*/\s*(\d{2,3})(?!\d)")
 _BP_CONTEXT = re.compile(r"혈압|\bbp\b|blood\s*pressure", re.I)
+_HEART_RATE = re.compile(r"(?:heart\s*rate|pulse|\bhr\b|맥박|심박수?)\D{0,15}?(?<![\d.])(\d{2,3})(?!\d)(?!\s*/)", re.I)
 _BP_SINGLE = re.compile(r"(?:혈압|blood\s*pressure|\bbp\b)\D{0,20}?(?<![\d.])(\d{2,3})(?!\s*/)(?!\d)", re.I)
 
 # -- who is affected ---------------------------------------------------------------------------
@@ -161,7 +162,7 @@ class Findings:
         signs: sign name -> its first occurrence that survived the context rules.
         suppressed: sign name -> why its every occurrence was dropped (``negated``,
             ``reassured``, ``past``, ``question``, ``hypothetical``, ``family_history``).
-        temperature_c: °C; spo2: %; glucose_mgdl: mg/dL; sbp, dbp: mmHg.
+        temperature_c: °C; spo2: %; glucose_mgdl: mg/dL; sbp, dbp: mmHg; heart_rate: beats/min.
         fever_over: the temperature was said as "over N" (``38도가 넘어요``).
         age_months: age of the baby or child the message is about, in months.
         child: a baby or child is the subject; third_person: someone else is.
@@ -185,6 +186,7 @@ class Findings:
     glucose_mgdl: float | None = None
     sbp: float | None = None
     dbp: float | None = None
+    heart_rate: float | None = None
     age_months: float | None = None
     child: bool = False
     third_person: bool = False
@@ -214,7 +216,7 @@ class Findings:
 
     def evidence(self) -> dict[str, Any]:
         """A JSON-serialisable summary for the trace."""
-        nums = {k: getattr(self, k) for k in ("temperature_c", "spo2", "glucose_mgdl", "sbp", "dbp",
+        nums = {k: getattr(self, k) for k in ("temperature_c", "spo2", "glucose_mgdl", "sbp", "dbp", "heart_rate",
                                               "age_months", "gestation_weeks") if getattr(self, k) is not None}
         return {"signs": {k: s.matched for k, s in self.signs.items() if k not in _QUIET},
                 "suppressed": self.suppressed, "numbers": nums, "meds": sorted(self.meds),
@@ -526,6 +528,10 @@ def _numbers(f: Findings, text: str) -> None:
             f.sbp, f.dbp = float(pair.group(1)), float(pair.group(2))
         elif not pair and (single := _BP_SINGLE.search(text)) and 50 <= int(single.group(1)) <= 300:
             f.sbp = float(single.group(1))
+    for m in _HEART_RATE.finditer(text):
+        if 20 <= int(m.group(1)) <= 250 and suppression(text, m.start(), m.end(), "heart_rate") is None:
+            f.heart_rate = float(m.group(1))
+            break
 
 
 def _person(f: Findings, text: str) -> None:

@@ -18,8 +18,8 @@ The thresholds come from the guidance named in the category's ``source``:
 - a head injury on an anticoagulant needs CT within 8 h (NICE NG232); a nosebleed on an
   anticoagulant or one that does not stop goes to A&E (NHS "Nosebleed");
 - systolic ≥ 160 or diastolic ≥ 110 mmHg in pregnancy is severe hypertension (NICE NG133);
-- sepsis: infection with confusion, mottled skin, no urine, fast breathing or systolic
-  < 90 mmHg (NICE NG51 high-risk criteria), or fever with chemotherapy / immunosuppression, or
+- sepsis: infection with confusion, mottled skin, no urine, fast breathing, systolic
+  ≤ 90 mmHg or a heart rate over 130 (NICE NG51 high-risk criteria), or fever with chemotherapy / immunosuppression, or
   shivering, feeling very unwell or signs of shock during anticancer treatment (NICE CG151:
   suspect neutropenic sepsis in anyone having anticancer treatment who becomes unwell);
 - intent to die said through its preparations (NICE NG225; NHS "Help for suicidal thoughts":
@@ -213,8 +213,10 @@ def _sepsis(f: Findings) -> str | None:
         return f"infection/fever + {red.name}"
     if f.has("mottled") and f.has("no_urine", "rigors", "very_unwell", "fast_heart", "fast_breathing"):
         return "mottled skin + another NICE NG51 high-risk sign"
-    if infected and f.sbp is not None and f.sbp < 90:
+    if infected and f.sbp is not None and f.sbp <= 90:
         return f"infection + systolic {f.sbp:.0f}"
+    if infected and f.heart_rate is not None and f.heart_rate > 130:
+        return f"infection + heart rate {f.heart_rate:.0f} (NICE NG51 high risk: > 130)"
     if f.has("infection") and f.fever and f.has("fast_breathing", "fast_heart") and f.has("very_unwell"):
         return "infection + fever + tachypnoea/tachycardia + very unwell"
     if f.has("postpartum") and f.fever and f.has("rigors", "fast_heart"):

@@ -261,7 +261,7 @@ SIGNS: dict[str, list[str]] = {
         r"(?:쓰러지(?:더니|고|면서)|쓰러져서).{0,20}(?:떨|부들|경련)",
     ],
     # --- suicide and self-harm (NICE NG225) ---
-    "suicidal": [r"\b(?:razor|blade)\b.{0,50}\b(?:arm|wrist|thigh|leg)\b.{0,40}\b(?:gaping|deep|won'?t\s+close|wide\s+open)\b|\bopened\s+(?:my|his|her)\s+(?:arm|wrist|thigh|leg)\s+up\b|(?:면도날|칼날|커터).{0,20}(?:팔|손목|허벅지)(?:을|를)?.{0,10}(?:그어|그었|긋)|(?:팔|손목|허벅지)(?:을|를)?\s*(?:깊게\s*)?그어\s*버렸", 
+    "suicidal": [r"(?:오늘|내일|이번\s*주말?|오늘\s*밤)(?:에)?\s*(?:밤에?\s*)?(?:죽을|죽으려고|죽기로|사라질)\s*(?:거|겁|래|려|예요|게요|기로)|죽기로\s*(?:했|결심|마음)|(?:아침이|내일이)\s*안\s*왔으면|약통에\s*있는\s*(?:거|약)\s*(?:다|전부)\s*먹|영원히\s*(?:그만|잠들|사라)|(?:그만두고|끝내고)\s*싶어요?\s*영원히", r"\b(?:decided|going|planning|plan)\s+to\s+die\b|\bi'?(?:ll|m\s+going\s+to|\s+will)\s+die\s+(?:tonight|today|tomorrow)\b|\b(?:no\s*one|nobody)\s+would\s+(?:notice|care|miss\s+me)\s+if\s+i\s+(?:was|were|died)\b", r"\b(?:razor|blade)\b.{0,50}\b(?:arm|wrist|thigh|leg)\b.{0,40}\b(?:gaping|deep|won'?t\s+close|wide\s+open)\b|\bopened\s+(?:my|his|her)\s+(?:arm|wrist|thigh|leg)\s+up\b|(?:면도날|칼날|커터).{0,20}(?:팔|손목|허벅지)(?:을|를)?.{0,10}(?:그어|그었|긋)|(?:팔|손목|허벅지)(?:을|를)?\s*(?:깊게\s*)?그어\s*버렸", 
         r"사라지면.{0,12}(?:편할|편해|나을)|번개탄(?:도|을|이)?\s*(?:사\s*놨|사놨|사\s*뒀|사뒀|준비|사\s*놓)",
         r"안\s*깨어났으면|(?:한강|다리|옥상)(?:에|으로|로)?\s*(?:가려고|갈\s*거|올라)|따라갈\s*거|유서|마지막\s*인사",
         r"\bnot\s+wake\s+up\b|\bdon'?t\s+wake\s+up\b|\bbought\s+(?:the|a)\s+rope\b|\bhow\s+i'?d\s+do\s+it\b|\b(?:highest|tallest)\s+bridge\b|\bwhich\s+bridge\b|\bsaving\s+up\s+(?:my\s+)?(?:pills|sleeping\s+pills|meds)\b|\bsaved\s+up\s+pills\b",

@@ -51,7 +51,7 @@ GRATITUDE = [
 UNREACHABLE = [
     r"\b(?:his|her|their)\s+phone\s+(?:is|'s|has\s+been)\s+(?:off|switched\s+off|dead)\b|\b(?:his|her|their)\s+car'?s\s+gone\b|\b(?:his|her|their)\s+car\s+is\s+gone\b|\btook\s+the\s+car\b|\bnot\s+(?:at\s+)?(?:home|his\s+flat|her\s+flat)\b",
     r"\blocked\s+(?:herself|himself|themselves)\s+in\b|\blocked\s+in\s+the\b|\b(?:door|room)\s+(?:is\s+)?locked\b|\bwon'?t\s+(?:let\s+(?:me|us)\s+in|open\s+the\s+door)\b|\bhung\s+up\b",
-    r"\b(?:not|isn'?t|won'?t|stopped)\s+(?:answering|picking\s+up|replying|responding\s+to\s+(?:texts|calls|messages))\b|\bwon'?t\s+(?:reply|answer)\b|\bcan'?t\s+(?:reach|get\s+hold\s+of)\b|\bno\s+(?:answer|reply)\b|\b(?:been\s+)?gone\s+(?:for\s+)?(?:two|three|four|\d+)\s+hours\b|\bgone\s+out\b",
+    r"\b(?:not|isn'?t|won'?t|stopped)\s+(?:answering\s+(?:(?:his|her|their|the)\s+)?(?:phone|calls|texts|anyone|us|the\s+door)|answering\s*$|picking\s+up|replying|responding\s+to\s+(?:texts|calls|messages))\b|\bwon'?t\s+reply\b|\bnot\s+answering\s+(?:and|but)\b|\bcan'?t\s+(?:reach|get\s+hold\s+of)\b|\bno\s+(?:answer|reply)\b|\b(?:been\s+)?gone\s+(?:for\s+)?(?:two|three|four|\d+)\s+hours\b|\bgone\s+out\b",
     r"(?:전화기|휴대폰|핸드폰|폰)(?:를|을|도)?\s*(?:꺼\s*놨|꺼져|꺼\s*놓|끄고)|차(?:도|가|를)?\s*(?:없어졌|가지고\s*나)|연락(?:이|도)?\s*(?:안\s*(?:돼|되|닿|받)|두절)|(?:전화|연락)(?:를|도)?\s*안\s*받|답(?:이|장이|도)?\s*없",
     r"대답(?:이|도)?\s*없|집에(?:도)?\s*(?:안\s*계세|안\s*들어|없)|문(?:을)?\s*(?:잠그|안\s*열어)|전화를\s*끊|나간\s*지",
 ]
