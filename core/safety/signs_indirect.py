@@ -59,11 +59,11 @@ UNREACHABLE = [
 # Giving things away, settling affairs, ending contracts.
 GIVING_AWAY = [
     r"\b(?:gave|giving|given|give)\s+(?:away\s+)?(?:my|all\s+my|his|her|their|each\s+of\s+us)\s+(?:\w+\s+){0,3}(?:to|away)\b|\bgave\s+(?:away\s+)?(?:his|her|my)\s+(?:favourite|favorite|best)\b|\bgave\s+(?:his|her|my)\s+\w+\s+away\b|\bgave\s+(?:it|them|everything)\s+(?:all\s+)?away\b",
-    r"\b(?:has|have|had|been)\s+given\s+away\b|\bgave\s+(?:me|us|each\s+of\s+us)\s+(?:his|her|their)\s+\w+\b|\bleft\s+(?:his|her|their)\s+(?:dog|cat|pets?)\s+with\b|\brehom(?:ed|ing)\s+my\b|\bgave\s+my\s+(?:dog|cat|pets?)\s+to\b|\bin\s+kennels\s+for\s+good\b",
+    r"\b(?:has|have|had|been)\s+given\s+away\b|\bgave\s+(?:me|us|each\s+of\s+us)\s+(?:his|her|their)\s+\w+\b|\bleft\s+(?:his|her|their)\s+(?:dog|cat|pets?)\s+with\b|\brehom(?:ed|ing)\s+my\b|\bwho\s+(?:gets|will\s+get|should\s+(?:get|have)|inherits)\s+(?:my|all\s+my)\b|\bgave\s+my\s+(?:dog|cat|pets?)\s+to\b|\bin\s+kennels\s+for\s+good\b",
     r"\b(?:put(?:ting)?|got|getting)\s+my\s+affairs\s+in\s+order\b|\bpaid\s+(?:off\s+)?(?:what\s+i\s+owe|my\s+debts?|my\s+rent\s+to\s+the\s+end)\b|\bcancell?(?:ed|ing)\s+(?:my\s+|everything\b)(?:phone|contract|subscriptions?|lease)?\b|\bthe\s+arrangements\s+are\s+made\b",
     r"\b(?:updated|wrote|written|writing)\s+(?:my|a)\s+will\b|\bwhere\s+(?:his|her|my)\s+will\s+is\b|\binsurance\s+papers\b|\bemptied\s+my\s+(?:bank\s+)?account\b|\b(?:my|the)\s+passwords\b",
     r"(?:물건|짐|옷|책|게임|소지품|화분|액세서리|훈장|돈)(?:을|들을|이랑|과|까지)?.{0,15}(?:다\s*)?(?:나눠\s*주|나눠주|처분|줬|주셨|주고)|(?:고양이|강아지|개)(?:는|를)?.{0,10}(?:보내|맡기|줬|아주\s*보냈)",
-    r"(?:휴대폰|핸드폰|폰|계약|다)\s*(?:을|도)?\s*해지|빚(?:도|을)?\s*다\s*갚|월세(?:도)?.{0,10}다\s*냈|주변\s*정리|신변\s*정리|보험\s*(?:수익자|서류)|유언장|통장\s*돈",
+    r"(?:휴대폰|핸드폰|폰|계약|다)\s*(?:을|도)?\s*해지|빚(?:도|을)?\s*다\s*갚|월세(?:도)?.{0,10}다\s*냈|누구(?:한테|에게)?\s*줄지|주변\s*정리|신변\s*정리|보험\s*(?:수익자|서류)|유언장|통장\s*돈",
 ]
 
 # The means acquired or at hand (pills saved up or laid out, a rope, charcoal, a blade in the
@@ -71,7 +71,7 @@ GIVING_AWAY = [
 MEANS = [
     r"\b(?:stockpil\w*|sav(?:ed|ing)\s+up|hoard\w*)\s+(?:it|them)\b|\b(?:stockpil\w*|sav(?:ed|ing)\s+up|hoard\w*|collect(?:ed|ing)|count(?:ed)?\s+out|lined\s+up|laid\s+out)\b.{0,30}\b" + _MEDS_EN + r"|\b" + _MEDS_EN + r"\b.{0,25}\b(?:lined\s+up|counted\s+out|laid\s+out|are\s+ready|ready\s+for\s+(?:tonight|later)|for\s+later|next\s+to\s+(?:my\s+bed|the\s+(?:vodka|whisky|wine|bed)))\b",
     r"\b(?:bottle|box|boxes|pack|strip|tub)\s+of\s+(?:(?:my|his|her|\w+'s)\s+){0,2}(?:sleeping\s+)?(?:pills|tablets)\b.{0,40}\b(?:in\s+front\s+of\s+me|on\s+the\s+table|next\s+to\s+(?:me|my\s+bed)|vodka|whisky|whiskey|wine|for\s+later|to\s+the\s+car|saved)\b|\btaken\s+the\s+bottle\s+of\s+pills\b|\b(?:pills|tablets)\b.{0,20}\b(?:whisky|whiskey|vodka|wine|booze|the\s+note)\b|\b" + _MEDS_EN + r"\s+(?:are|is)\s+missing\b|\b\d+\s+(?:boxes|bottles|packs|strips)\s+(?:saved|stashed|hidden|put\s+by)\b|\bbought\s+(?:a\s+lot\s+of|loads\s+of|lots\s+of|several\s+(?:boxes|packs)\s+of)\s+" + _MEDS_EN,
-    r"\b(?:the|a)\s+rope\s+(?:is|in|ready)\b|\bbought\s+(?:a\s+)?(?:length\s+of\s+)?(?:rope|charcoal|gun|shotgun)\b|\bbeam\b.{0,30}\bhold\b|\brope\s+ready\b",
+    r"\b(?:the|a)\s+rope\s+(?:is|in|ready)\b|\bbought\s+(?:a\s+)?(?:length\s+of\s+)?(?:rope|charcoal|gun|shotgun)\b(?!\s+(?:ladder|swing|toy|lights?|bridge))|\bbeam\b.{0,30}\bhold\b|\brope\s+ready\b",
     r"\b(?:rifle|shotgun|gun|pistol)\b.{0,25}\b(?:is\s+gone|is\s+missing|isn'?t\s+in|not\s+in\s+the|gone\s+from)\b|\b(?:bath|tub)\s+with\s+a\s+(?:blade|razor)\b|\bcharcoal\b.{0,30}\b(?:tap\w*|seal\w*|windows)\b",
     _MEDS_KO + r"(?:을|를|도|은)?\s*(?:한\s*통|\d+\s*알|몇\s*십\s*알|세\s*상자|잔뜩)?.{0,12}(?:모아\s*(?:둔|놨|뒀|놓|두)|세어\s*놨|앞에\s*(?:놓|두)|줄\s*세워|준비(?:해\s*뒀|됐|햇|했)|옆에\s*(?:두|놓)|차에\s*가져다)|(?:안\s*먹고|몰래)\s*모아\s*(?:둔|놨|뒀)|모아\s*(?:둔|놓은|놨던)\s*" + _MEDS_KO + r"|찬장에\s*있던\s*약이\s*없어",
     r"(?:끈|밧줄)(?:도|을)?\s*(?:준비|사\s*(?:놨|뒀|왔)|사서)|걸\s*(?:데|곳)(?:를|을)?\s*찾아|번개탄(?:을|도)?\s*(?:샀|사\s*왔|준비)|창문에\s*테이프|농약(?:병)?(?:이|을)?\s*(?:없어졌|사\s*왔|챙겨)|(?:총|엽총)(?:이|을)?\s*(?:장에\s*)?없|(?:면도칼|칼)\s*(?:들고|쥐고)\s*욕조",
@@ -86,9 +86,9 @@ AT_THE_EDGE = [
 
 # When: a time set for it.
 TIME = [
-    r"\btonight(?:'s\s+the\s+night)?\b|\bbefore\s+(?:morning|tomorrow|tonight|the\s+weekend)\b|\bby\s+(?:morning|monday|then)\b|\bafter\s+(?:this|the)\s+weekend\b|\bthis\s+weekend\b|\bafter\s+my\s+shift\b",
+    r"\btonight(?:'s\s+the\s+night)?\b|\bbefore\s+(?:morning|tomorrow|tonight|the\s+weekend)\b|\bby\s+(?:morning|monday|then)\b|\bafter\s+(?:this|the)\s+weekend\b|\bafter\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|\bthis\s+weekend\b|\bafter\s+my\s+shift\b",
     r"\bwhen\s+the\s+house\s+is\s+empty\b|\bchosen\s+the\s+date\b|\bfrom\s+tomorrow\b|\btoday'?s\s+the\s+day\b|\bton(?:ite|ight)\b|\b2nite\b|\btonight\s+feels\s+different\b",
-    r"오늘\s*밤|오늘\s*(?:저녁|새벽)|오늘이\s*그날|(?:주말|이번\s*주)\s*(?:지나면|지나고|안에)|이번\s*주말|오늘\s*안에|퇴근하고|집이\s*비면|날짜(?:를|도)?\s*정했|내일부터는|몇\s*시에\s*갈지|아침이\s*오기\s*전|오늘(?:은|이)?\s*(?:느낌이\s*)?(?:다르|달라)",
+    r"오늘\s*밤|오늘\s*(?:저녁|새벽)|오늘이\s*그날|(?:주말|이번\s*주|[월화수목금토일]요일)\s*(?:지나면|지나고|안에|이후)|이번\s*주말|오늘\s*안에|퇴근하고|집이\s*비면|날짜(?:를|도)?\s*정했|내일부터는|몇\s*시에\s*갈지|아침이\s*오기\s*전|오늘(?:은|이)?\s*(?:느낌이\s*)?(?:다르|달라)",
 ]
 
 # Finality: not being around, no longer needing things, others free of them, at rest.
@@ -106,7 +106,7 @@ GI_BLOOD = [
     r"\b(?:poo|poop|stools?|bowel\s+movements?|motions?|pad|nappy|diaper)\b.{0,40}\b(?:black|jet[- ]black|tarry|tar|maroon|dark\s+red|purple|purple-red)\b|\b(?:black|tarry|maroon|dark\s+red)\b.{0,25}\b(?:poo|poop|stools?|motions?)\b",
     r"\b(?:black|dark)\b.{0,25}\b(?:sticky|tarry|like\s+tar)\b|\blike\s+(?:black\s+)?tar\b|\btar-like\b|\bmaroon\b",
     r"\bcoffee[- ]grounds?\b|\blike\s+(?:used\s+)?coffee\b|\b(?:dark\s+brown|brown|black)\s+(?:gritty|grainy|sandy|granules|grains|bits|specks)\b|\bgritty\s+(?:brown|black|stuff)\b",
-    r"\b(?:pure|fresh|bright\s+red|dark\s+red)\s+blood\b.{0,40}\b(?:toilet|loo|bowl|pan|bottom|back\s+passage|sink)\b|\b(?:toilet|bowl|loo|pan)\b.{0,25}\b(?:full\s+of|filling\s+with|filled\s+with)\s+(?:\w+\s+){0,3}blood\b|\blike\s+pure\s+blood\b",
+    r"\b(?:pure|fresh|bright\s+red|dark\s+red)\s+blood\b.{0,40}\b(?:toilet|loo|bowl|pan|bottom|back\s+passage|sink)\b|\b(?:toilet|bowl|loo|pan)\b.{0,25}\b(?:full\s+of|filling\s+with|filled\s+with)\s+(?:\w+\s+){0,3}blood\b|\blike\s+pure\s+blood\b|\bblood\b.{0,20}\bfill(?:s|ed|ing)?\s+(?:up\s+)?the\s+(?:toilet|bowl|pan)\b",
     r"\b(?:lot|lots|loads|large\s+amount|amount)\s+of\s+(?:fresh\s+|dark\s+red\s+|bright\s+red\s+)?blood\s+(?:and|with)\s+clots\b|\bdark\s+red\b.{0,10}\bclots\b|\b(?:vomit\w*|sick|threw\s+up)\b.{0,20}\b(?:clots|dark\s+red)\b",
     r"\b(?:cupful|cup|mouthful|mugful|bowlful|pint)\s+of\s+(?:fresh\s+|bright\s+|dark\s+)?(?:red\s+)?blood\b|\b(?:bringing|brought|chucking)\s+up\s+(?:\w+\s+){0,2}blood\b|\b(?:vomit\w*|threw\s+up)\b.{0,45}\b(?:lot|lots|loads)\s+of\s+(?:fresh\s+)?blood\b",
     r"\bpass(?:ed|ing)\s+(?:a\s+(?:lot|large\s+amount)\s+of\s+|lots\s+of\s+)?(?:bright\s+red\s+|dark\s+red\s+|fresh\s+)?blood\s+from\s+(?:my|his|her)\s+(?:bottom|back\s+passage|rectum)\b",
