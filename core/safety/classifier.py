@@ -11,8 +11,9 @@ asked about or hypothetical, whose message it is, numbers past their thresholds)
 **binary heads** give P(emergency): one over all three parts, one over the text alone (e5 and
 n-grams, blind to the findings); the message's P(emergency) is the larger of the two, and it is
 flagged when that reaches ``threshold``, chosen on out-of-fold predictions of the training
-messages (stratified 5-fold cross-validation) as the highest value that keeps their recall at
-``target_recall`` (:func:`train`). Two **category heads** (multinomial over the 20 categories,
+messages (stratified 5-fold cross-validation): the highest value that keeps their recall at
+``target_recall``, or lower, down to the value whose out-of-fold false alarms reach
+``fa_budget`` (:func:`train`). Two **category heads** (multinomial over the 20 categories,
 trained on the emergencies; again one over all parts, one over the text alone) name the
 category by their mean probability: the most probable one and any other within ``second_ratio``
 of it.
@@ -60,7 +61,8 @@ FORMAT = 3
 _SIGN_NAMES = tuple(sorted([*SIGNS, "fever"]))
 _REASONS = ("negated", "reassured", "past", "question", "hypothetical", "family_history", "mild", "joke",
             "recovered", "routine")
-_FLAGS = ("question", "hypothetical", "child", "third_person", "pregnant", "infant", "fever", "symptom", "diabetic")
+_FLAGS = ("question", "hypothetical", "child", "third_person", "pregnant", "infant", "fever", "symptom", "diabetic",
+          "minimised", "figurative")
 _MEDS = ("anticoagulant", "insulin_or_su", "chemotherapy", "immunosuppressed")
 FINDING_NAMES: tuple[str, ...] = (tuple(f"sign:{n}" for n in _SIGN_NAMES) + tuple(f"dropped:{r}" for r in _REASONS)
                                   + _FLAGS + tuple(f"med:{m}" for m in _MEDS))
@@ -71,14 +73,14 @@ def finding_vector(f: Findings) -> np.ndarray:
     """Layer-1 findings as features (len(:data:`FINDING_NAMES`),) float32 in [0, 1]: each sign
     present now; per suppression reason, the number of signs dropped for it (capped at 3, / 3);
     message flags (question, hypothetical, child, third person, pregnant, infant under 3 months,
-    fever ≥ 38 °C, a symptom now, diabetes); medication classes."""
+    fever ≥ 38 °C, a symptom now, diabetes, played down, a figure of speech); medication classes."""
     dropped = dict.fromkeys(_REASONS, 0)
     for reason in f.suppressed.values():
         dropped[reason] = dropped.get(reason, 0) + 1
     flags = {"question": f.question, "hypothetical": f.hypothetical, "child": f.child,
              "third_person": f.third_person, "pregnant": f.pregnant,
              "infant": f.age_months is not None and f.age_months < 3, "fever": f.fever,
-             "symptom": f.symptom, "diabetic": f.diabetic}
+             "symptom": f.symptom, "diabetic": f.diabetic, "minimised": f.minimised, "figurative": f.figurative}
     v = [1.0 if n in f.signs else 0.0 for n in _SIGN_NAMES]
     v += [min(dropped[r], 3) / 3 for r in _REASONS]
     v += [1.0 if flags[k] else 0.0 for k in _FLAGS]
@@ -104,6 +106,7 @@ class Config:
     n_features_log2: int = 16
     C: float = 10.0
     target_recall: float = 0.97
+    fa_budget: float = 0.02
     second_ratio: float = 0.5
     folds: int = 5
     seed: int = 0
@@ -244,6 +247,22 @@ def choose_threshold(p_emergency: np.ndarray, is_emergency: np.ndarray, target_r
     return float(pos[min(k, len(pos) - 1)])
 
 
+def spend_false_alarm_budget(p_emergency: np.ndarray, is_emergency: np.ndarray, budget: float) -> float:
+    """The lowest threshold whose false-alarm rate on ``p_emergency`` stays at most ``budget``.
+
+    Args:
+        p_emergency: (n,) probabilities; is_emergency: (n,) bool labels; budget: in [0, 1].
+    Returns:
+        A threshold just above the ``floor(budget * negatives) + 1``-th highest non-emergency
+        probability (1.0 with no non-emergency, 0.0 when the budget covers them all).
+    """
+    neg = np.sort(p_emergency[~is_emergency])[::-1]
+    if len(neg) == 0:
+        return 1.0
+    k = int(np.floor(budget * len(neg)))
+    return 0.0 if k >= len(neg) else float(np.nextafter(neg[k], 1.0))
+
+
 def train(examples: list[Example], vecs: np.ndarray, embedder: str, cfg: Config | None = None,
           data_hash: str | None = None) -> TriageClassifier:
     """Train layer 2 and choose its threshold by cross-validation.
@@ -257,7 +276,9 @@ def train(examples: list[Example], vecs: np.ndarray, embedder: str, cfg: Config 
     Returns:
         The model trained on every example, with ``meta["cv"]``: out-of-fold recall, false-alarm
         rate and ROC AUC of P(emergency) (the larger of the two binary heads) at the chosen
-        threshold.
+        threshold: the lower of the highest one that keeps ``cfg.target_recall`` and the lowest
+        one whose out-of-fold false alarms stay within ``cfg.fa_budget`` (a better model spends
+        the false-alarm budget on recall instead of raising the threshold).
     Raises:
         ValueError: no emergency or no non-emergency among the examples.
     """
@@ -276,7 +297,7 @@ def train(examples: list[Example], vecs: np.ndarray, embedder: str, cfg: Config 
     for trn, tst in StratifiedKFold(cfg.folds, shuffle=True, random_state=cfg.seed).split(X, strata):
         oof[tst] = np.maximum(_fit(X[trn], y[trn], cfg).predict_proba(X[tst])[:, 1],
                               _fit(Xt[trn], y[trn], cfg).predict_proba(Xt[tst])[:, 1])
-    threshold = choose_threshold(oof, y, cfg.target_recall)
+    threshold = min(choose_threshold(oof, y, cfg.target_recall), spend_false_alarm_budget(oof, y, cfg.fa_budget))
     binary, binary_text = _fit(X, y, cfg), _fit(Xt, y, cfg)
     categories = sorted({e.category for e in examples if e.emergency})
     yc = np.array([categories.index(e.category) for e in examples if e.emergency])

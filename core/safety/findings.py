@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.safety.framing import Framing, mask
 from core.safety.signs import compiled
 
 # -- context of a sign -------------------------------------------------------------------------
@@ -45,19 +46,19 @@ _NEG_BEFORE_EN = re.compile(
 _REASSURE_BEFORE = re.compile(r"(?:\bnormal\b|\bfine\b|괜찮은데|정상인데)\s*$", re.I)
 _INFO_KO = re.compile(
     r"소설|드라마|영화|과제|숙제|학생인데|공부하|왜\s|왜요|뭐예요|뭔가요|뭐에요|뭔지|무엇|뭘\s|어떻게(?!\s*(?:해야|하죠|해요|하나요|할까요|하면\s*(?:돼|되|좋)|해\s*(?:야|줘|주)))|(?:으면|면)\s.{0,25}(?:나요|까요|가요|해요|돼요|되나요|돼요)\s*\?|다른가요|같은\s*(?:건가요|말인가요)|뜻이에요"
-    r"|어떤\s*(?:증상|게|것|신호|말)|어떻게\s*(?:알|구별|대처)|징후|알려\s*주|설명|예방|차이가|차이는|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)|기준이|언제\s*(?:가야|응급실)")
+    r"|어떤\s*(?:증상|게|것|신호|말)|어떻게\s*(?:알|구별|대처)|징후|알려\s*주|설명|예방|차이가|차이는|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)|기준이|언제\s*(?:가야|응급실|써야|쓰|사용|맞아야|놓아야)|얼마나\s*(?:가요|지속|오래)|뭐가\s*달라|무엇이\s*달라|어떻게\s*달라|(?:가면|되면|넘으면|지속되면)\s*(?:응급|위험)|몇\s*(?:도|살|번|분)\s*(?:부터|이상|넘게)|같은\s*(?:말|뜻|거|것)(?:이에요|인가요|예요)|무슨\s*뜻")
 _INFO_EN = re.compile(
     r"\b(?:(?:nursing|medical|med|pharmacy|paramedic)\s+student|studying\s+(?:for|about)|for\s+(?:a|my)\s+class|novel|story|homework|assignment|tv\s+show|writing\s+a)\b|^\s*can\s+(?:you|i|one)\b"
     r"|\bdifference\s+between\b|^\s*(?:can|could|does|do|is|are)\s+\w+\s+(?:happen|cause|be|turn|look)\b|\bis\s+it\s+(?:possible|safe|dangerous|ok|okay|bad|normal)\b"
-    r"|\b(?:what(?:'s|\s+(?:are|is|does|causes?|happens))|what\s+(?:do|should)\s+(?:you|one|people|parents)\b|how\s+(?:do|does|can|should|would|long)\s+(?:you|one|i|we|parents|people|someone|families)\s+\w+|signs?\s+of|symptoms?\s+of|warning\s+signs"
-    r"|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|recognise|spot)|tell\s+me\s+about|explain|when\s+(?:is|should|do)\b|why\s+(?:do|is|are|does))\b", re.I)
+    r"|\b(?:what(?:'s|\s+(?:are|is|does|causes?|happens|makes))|what\s+(?:do|should)\s+(?:you|one|people|parents)\b|how\s+(?:do|does|can|should|would|long)\s+(?:you|one|i|we|parents|people|someone|families)\s+\w+|signs?\s+of|symptoms?\s+of|warning\s+signs"
+    r"|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|recognise|spot)|tell\s+me\s+about|explain|when\s+(?:is|should|do)\b|what\s+(?:temperature|number|level|age|dose)\b|why\s+(?:do|is|are|does))\b", re.I)
 _NOW_KO = re.compile(r"(?:전|아침|새벽|저녁|밤|어제|오후)\s*부터|\d+\s*(?:분|시간)\s*째|지금|방금|갑자기|현재|아까|계속|오늘|제가\s|저\s|저는|저도|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가|아기가|애가|와이프가|동생이")
 _NOW_EN = re.compile(r"\b(?:since\s+(?:this|last|about|an?|yesterday|lunch|dinner|breakfast|tea)|(?:an?|one|\d+)\s+(?:hour|min\w*)s?\s+ago|for\s+(?:over\s+)?(?:an?|the\s+(?:last|past))\s+(?:hour|few\s+hours|half)|i'?m|i\s+am|i\s+have|i\s+can'?t|i\s+feel|my|right\s+now|just|he'?s|she'?s|he\s+is|she\s+is|is\s+having|currently|suddenly|rn|im)\b", re.I)
-_PAST_KO = re.compile(r"[았었였졌셨났왔갔했됐봤]었|지난번|몇\s*년\s*전|\d+\s*(?:세|살)\s*(?:때|에)(?!\s*(?:아기|아이))|한때|했었|었었|였었|\d+\s*년째\s*안|\d+\s*(?:년|달|개월)\s*(?:전|됐)|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있|지난달|지난\s*(?:주|해)|대학생\s*때|고등학생\s*때|진단받으신\s*지")
+_PAST_KO = re.compile(r"[았었였졌셨났왔갔했됐봤]었|지난번|몇\s*년\s*전|\d+\s*(?:세|살)\s*(?:때|에)(?!\s*(?:아기|아이))|한때|했었|었었|였었|\d+\s*년째\s*안|\d+\s*(?:년|달|개월)\s*(?:전|됐)|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있|지난달|지난\s*(?:주|해|봄|여름|가을|겨울)|대학생\s*때|고등학생\s*때|진단받으신\s*지|(?:19|20)\d\d년|(?:신생아|아기|갓난아기)\s*때|다\s*나았|완치|그\s*뒤로는?\s*(?:괜찮|없)")
 _PAST_EN = re.compile(
-    r"\b(?:(?<!fine\s)last\s+night|a\s+few\s+years\s+back|years\s+back|previously|at\s+(?:age\s+)?\d{2}(?!\s*(?:weeks|%|kg))\b|in\s+my\s+(?:twenties|thirties|teens)|years?\s+ago|last\s+(?:year|month|winter|summer|week)|months?\s+ago|in\s+the\s+past|when\s+i\s+was|history\s+of|used\s+to|once\s+had|as\s+a\s+(?:child|kid|teen(?:ager)?|baby|toddler)"
-    r"|growing\s+up|none\s+since|nothing\s+since|never\s+since|in\s+(?:19|20)\d\d|back\s+in|in\s+college|was\s+diagnosed|fully\s+recovered|recovered\s+well|in\s+hospital\s+with)\b", re.I)
-_STILL = re.compile(r"지금\s*(?:도|또|다시|막|계속|너무|갑자기)|오늘|요즘(?!은?\s*(?:괜찮|없|안|잘|증상\s*없))|이번에|\d+\s*(?:분|시간)\s*째|\d+\s*(?:min(?:ute)?s?|hours?)\b|또\s|여전히|계속(?!\s*(?:먹|복용|써|맞|드))|방금|\bright\s+now\b|\band\s+now\b|\bsince\s+(?:last\s+night|yesterday|this\s+morning|breakfast|lunch)\b|(?:어제|어젯밤|아침|새벽|밤)\s*부터|\bnow\s+(?:i|i'?ve|i'?m|he|she|it|they|my|his|her|there)\b|\bstill\b(?!\s+(?:need|have\s+to|take|carry|show|worry|itch|use|get|wonder))|\btoday\b|\bjust\s+(?:now|had|started|came)\b|\brn\b|\b(?:for\s+)?(?:over\s+)?an\s+hour\b|\bwon'?t\s+stop\b|\bwill\s+not\s+stop\b|안\s*멈|멈추지\s*않", re.I)
+    r"\b(?:(?<!fine\s)last\s+night|a\s+few\s+years\s+back|years\s+back|previously|at\s+(?:age\s+)?\d{2}(?!\s*(?:weeks|%|kg))\b|in\s+my\s+(?:twenties|thirties|teens)|years?\s+ago|last\s+(?:year|month|winter|summer|week)|months?\s+ago|in\s+the\s+past|when\s+i\s+was|history\s+of|used\s+to|once\s+had|as\s+a\s+(?:child|kid|teen(?:ager)?|baby|toddler|newborn)"
+    r"|growing\s+up|none\s+since|nothing\s+since|never\s+since|in\s+(?:19|20)\d\d|back\s+in|in\s+college|was\s+diagnosed|fully\s+recovered|recovered\s+well|in\s+hospital\s+with|last\s+(?:spring|autumn|fall)|when\s+(?:he|she|they|my\s+\w+)\s+was\s+(?:a\s+)?(?:newborn|baby|toddler|little|younger|small)|(?:been|was|is|are)\s+(?:fine|well|ok|okay|great|good)\s+(?:ever\s+)?since|all\s+healed|cleared\s+up|turned\s+out\s+to\s+be)\b", re.I)
+_STILL = re.compile(r"지금\s*(?:도|또|다시|막|계속|너무|갑자기)|오늘|요즘(?!은?\s*(?:괜찮|없|안|잘|증상\s*없))|이번에|\d+\s*(?:분|시간)\s*째|\d+\s*(?:min(?:ute)?s?|hours?)\b|또\s|여전히|계속(?!\s*(?:먹|복용|써|맞|드))|방금|\bright\s+now\b|\band\s+now\b|\bsince\s+(?:last\s+night|yesterday|this\s+morning|breakfast|lunch)\b|(?:어제|어젯밤|아침|새벽|밤)\s*부터|\bnow\s+(?:i|i'?ve|i'?m|he|she|it|they|my|his|her|there)\b(?!\s+(?:just|only|always|usually|carry|avoid|know|keep)|'?s\s+(?:\d|fine|well|ok|okay|healthy|doing|grown))|\bstill\b(?!\s+(?:need|have\s+to|take|carry|show|worry|itch|use|get|wonder))|\btoday\b|\bjust\s+(?:now|had|started|came)\b|\brn\b|\b(?:for\s+)?(?:over\s+)?an\s+hour\b|\bwon'?t\s+stop\b|\bwill\s+not\s+stop\b|안\s*멈|멈추지\s*않", re.I)
 _HYPOTHETICAL = re.compile(
     r"\b(?:nursing|medical)\s+student\b|\bscenario\b|\bcase\s+stud(?:y|ies)\b|\bessay\b|\bstatistics\b|\bdissertation\b|\bthesis\b|\bfirst\s+aid\s+(?:course|training|class)\b|\btraining\s+(?:scenario|course|exercise|question)\b|사례\s*문제|시나리오|통계|리포트|레포트|논문|교육\s*(?:중|받|과정)|시험\s*문제|\bfor\s+(?:a|my)\s+(?:class|novel|story|assignment)\b|소설|과제|숙제|학생인데|드라마에서|영화에서|\bin\s+the\s+(?:tv\s+)?show\b|\bwriting\s+(?:a|my)\s+(?:story|novel|character)"
     r"|\bif\s+(?:someone|somebody|a|an|the|you|your|one|they|he|she|my|i\s+(?:find|see|suddenly|ever))\b|\bwhat\s+(?:should|do)\s+(?:you|i|we)\s+do\s+if\b|\bwhat\s+to\s+do\s+if\b"
@@ -82,7 +83,9 @@ _PERMISSION_KO = re.compile(r"^\S{0,3}(?:도|어도|여도)\s*(?:되|돼|괜찮)
 _GENERIC_AFTER_KO = re.compile(r"^[가-힣]{0,2}\s*(?:증상|경우|사람|환자|분)(?:은|는|이|가|에|에게|을|를|일\s*때)?\s")
 _SUBJECT_KO = re.compile(r"제가|저는|저도|내가|나는|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가|아기가|애가|와이프가|동생이")
 _VITAMIN = re.compile(r"비타민|영양제|유산균|오메가|포도당|vitamin|supplement|glucose\s+tablets|dextrose", re.I)
-_NO_REASSURE = {"head_injury", "trauma", "overdose", "extra_dose", "burn", "co_source", "allergen", "suicidal", "nosebleed"}
+_NO_REASSURE = {"head_injury", "trauma", "overdose", "extra_dose", "burn", "co_source", "allergen", "suicidal", "nosebleed",
+                "farewell", "gratitude", "unreachable", "giving_away", "means_at_hand", "at_the_edge", "intent_time",
+                "finality", "gi_blood"}
 _MED_NEG_KO = re.compile(r"^\S{0,3}\s*(?:은|는)?\s*(?:안|못)\s*(?:먹|드|맞)")
 _CLAUSE = re.compile(r"(?<!\d)[.!?;\n]|[.!?;](?!\d)|(?:(?<=[가-힣]고\s)(?<![다라냐]고\s)|(?<=[가-힣]며\s)|(?<=면서\s)|(?<=[가-힣]서\s))(?!싶)|(?<=요)\s|(?<=[었았했였]다)\s|(?<=니다)\s|(?<=[음함임죠])\s|(?<=[가-힣])(?:는데|은데|인데|지만)\s|\bbut\b|,\s*(?=(?:just|only|and\s+no|no|nothing)\b)", re.I)
 
@@ -95,6 +98,7 @@ _SPO2 = re.compile(r"(?:산소\s*포화도|포화도|spo2|sp02|o2\s*sat\w*|oxige
 _GLUCOSE = re.compile(r"(?:혈당|blood\s*sugar|sugar|glucose|\bbg\b|\bbgl\b)(?:\s*수치)?\D{0,15}?(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*(mmol|mg)?", re.I)
 _BP_PAIR = re.compile(r"(?<![\d.])(\d{2,3})\s*/\s*(\d{2,3})(?!\d)")
 _BP_CONTEXT = re.compile(r"혈압|\bbp\b|blood\s*pressure", re.I)
+_HEART_RATE = re.compile(r"(?:heart\s*rate|pulse|\bhr\b|맥박|심박수?)\D{0,15}?(?<![\d.])(\d{2,3})(?!\d)(?!\s*/)", re.I)
 _BP_SINGLE = re.compile(r"(?:혈압|blood\s*pressure|\bbp\b)\D{0,20}?(?<![\d.])(\d{2,3})(?!\s*/)(?!\d)", re.I)
 
 # -- who is affected ---------------------------------------------------------------------------
@@ -158,7 +162,7 @@ class Findings:
         signs: sign name -> its first occurrence that survived the context rules.
         suppressed: sign name -> why its every occurrence was dropped (``negated``,
             ``reassured``, ``past``, ``question``, ``hypothetical``, ``family_history``).
-        temperature_c: °C; spo2: %; glucose_mgdl: mg/dL; sbp, dbp: mmHg.
+        temperature_c: °C; spo2: %; glucose_mgdl: mg/dL; sbp, dbp: mmHg; heart_rate: beats/min.
         fever_over: the temperature was said as "over N" (``38도가 넘어요``).
         age_months: age of the baby or child the message is about, in months.
         child: a baby or child is the subject; third_person: someone else is.
@@ -167,6 +171,9 @@ class Findings:
             ``chemotherapy``, ``immunosuppressed``).
         question: the message only asks in general; hypothetical: it imagines a case.
         symptom: some symptom is stated now (a sign or an active symptom concept).
+        minimised: the writer plays it down ("probably nothing but", "별거 아닌 것 같은데");
+            figurative: a figure of speech borrows words of self-harm ("this exam is killing
+            me"); see :mod:`core.safety.framing`.
     """
 
     text: str
@@ -179,6 +186,7 @@ class Findings:
     glucose_mgdl: float | None = None
     sbp: float | None = None
     dbp: float | None = None
+    heart_rate: float | None = None
     age_months: float | None = None
     child: bool = False
     third_person: bool = False
@@ -189,6 +197,8 @@ class Findings:
     question: bool = False
     hypothetical: bool = False
     symptom: bool = False
+    minimised: bool = False
+    figurative: bool = False
 
     def has(self, *names: str) -> Sign | None:
         """The first of ``names`` present now, or ``None``."""
@@ -206,7 +216,7 @@ class Findings:
 
     def evidence(self) -> dict[str, Any]:
         """A JSON-serialisable summary for the trace."""
-        nums = {k: getattr(self, k) for k in ("temperature_c", "spo2", "glucose_mgdl", "sbp", "dbp",
+        nums = {k: getattr(self, k) for k in ("temperature_c", "spo2", "glucose_mgdl", "sbp", "dbp", "heart_rate",
                                               "age_months", "gestation_weeks") if getattr(self, k) is not None}
         return {"signs": {k: s.matched for k, s in self.signs.items() if k not in _QUIET},
                 "suppressed": self.suppressed, "numbers": nums, "meds": sorted(self.meds),
@@ -233,13 +243,14 @@ def extract_findings(text: str, lang: str, slots: Any = None) -> Findings:
         :class:`Findings`.
     """
     text = _spaced(text)
-    f = Findings(text=text, lang=lang)
-    f.hypothetical = bool(_HYPOTHETICAL.search(text))
-    f.question = bool((_INFO_KO.search(text) or _INFO_EN.search(text))
-                      and not (_NOW_KO.search(text) or _NOW_EN.search(text)))
-    f.lang = lang
-    _signs(f, text)
-    _numbers(f, text)
+    framing = mask(text)
+    plain = framing.text  # minimisers blanked: they never lower the severity of what follows
+    f = Findings(text=text, lang=lang, minimised=framing.minimised, figurative=framing.figurative)
+    f.hypothetical = bool(_HYPOTHETICAL.search(plain))
+    f.question = bool((_INFO_KO.search(plain) or _INFO_EN.search(plain))
+                      and not (_NOW_KO.search(plain) or _NOW_EN.search(plain)) and not _ASSERT_NOW.search(plain))
+    _signs(f, framing)
+    _numbers(f, plain)
     _person(f, text)
     _pregnancy(f, text)
     _meds(f, text)
@@ -260,8 +271,15 @@ def _spaced(text: str) -> str:
     return _LATIN_HANGUL.sub(" ", text)
 
 
-def _signs(f: Findings, text: str) -> None:
+INTENT_SIGNS = frozenset({"suicidal", "farewell", "gratitude", "unreachable", "giving_away", "means_at_hand",
+                          "at_the_edge", "intent_time", "finality"})
+"""Signs of self-harm and of intent said through its preparations: read with figures of speech
+blanked (:mod:`core.safety.framing`)."""
+
+
+def _signs(f: Findings, framing: Framing) -> None:
     for name, patterns in compiled().items():
+        text = framing.figurative_text if name in INTENT_SIGNS else framing.text
         reason = None
         for rx in patterns:
             for m in rx.finditer(text):
@@ -274,6 +292,7 @@ def _signs(f: Findings, text: str) -> None:
                 break
         if name not in f.signs and reason:
             f.suppressed[name] = reason
+    text = framing.text
     m = _FEVER_SIGN.search(text)
     if m:
         why = suppression(text, m.start(), m.end(), "fever")
@@ -310,12 +329,70 @@ def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
 _LACK = re.compile(r"(?:힘|감각|반응|의식|대답|기운|태동|눈물|소변)(?:이|을|도)?\s*(?:이\s*)?$")
 
 
+BENIGN_PLAN = re.compile(
+    r"\bmov(?:e|ing)\s+(?:abroad|house|out|away|to)\b|\bemigrat\w*|\bretir\w*|\b(?:basic\s+)?training\b|\benlist\w*|\bdeploy\w*|\bdeclutter\w*"
+    r"|\bbirthdays?\b|\bwedding\b|\bholiday\b|\bvacation\b|\btrip\b|\bsurgery\b|\boperation\b|\bdiagnos\w*|\bquit(?:ting)?\s+smoking\b"
+    r"|\bgraduat\w*|\bleaving\s+(?:my|the)\s+job\b|\b(?:old|new)\s+job\b|\bcelebrat\w*"
+    r"|이사|이민|유학|퇴직|퇴사|이직|졸업|은퇴|입대|훈련소|군대|대청소|생일|결혼|여행|수술|진단|금연", re.I)
+"""A benign reason for goodbyes, giving things away or putting affairs in order (moving house, a
+trip, a new job, an operation): it voids a plan without the means (NHS "Help for suicidal
+thoughts" names these signs; they are signs only without such a reason)."""
+_SOFT_FAREWELL = re.compile(r"goodbye|giving|gave|affairs|belongings|stuff|things|정리|나눠|작별", re.I)
+_HEIGHT = re.compile(r"\b(?:bridge|roof|ledge)\b|다리|옥상", re.I)
+_OUTING = re.compile(r"\bwatch\w*|\bfireworks?\b|\bview\b|\bphotos?\b|\bsunset\b|\bpicnic\b|\bwalk\w*|\bjog\w*|\bcycl\w*|\bparty\b|\bbbq\b"
+                     r"|불꽃|구경|산책|사진|노을|파티", re.I)
+"""Being on a bridge or a roof to watch, walk or take photos is an outing, not a height reached."""
+_GENERIC_Q = re.compile(r"(?:^|[,.]\s*)(?:can|could|does|do|will|would)\s+(?:a|an)\s+\w+\s+(?:\w+\s+)?(?:cause|make|take|give|lead|trigger|bring|affect)\b", re.I)
+_FIRST_PERSON = re.compile(r"\b(?:i|i'?m|i'?ve|me|my|mine|we|our|us)\b", re.I)
+"""A question about what a condition can do in general ("can a migraine take away half your
+vision?") asks about the condition even when it names a sudden sign; unless the writer is in it."""
+_CONTRAST = re.compile(r"\bbut\b|지만\s", re.I)
+"""A contrast splits a sentence: a past event before "but" does not make what follows past
+("I started iron last week so it's probably that, but my poo is black and I nearly fainted")."""
+_NEAR_EN = re.compile(r"\b(?:nearly|almost|about\s+to)\s+$", re.I)
+_TANTRUM = re.compile(r"\btantrum|\bwhen\s+(?:he|she|they)\s+(?:doesn'?t|does\s+not|don'?t)\s+want\b|\bon\s+purpose\b|\bplaying\s+(?:dead|possum)\b|\brelax\w*|\bloves?\s+it\b"
+                      r"|떼(?:를)?\s*(?:쓸|쓰|부릴)|일부러|장난|힘을\s*(?:쭉\s*)?빼|좋아해", re.I)
+_SMALL_BLOOD = re.compile(r"\b(?:streaks?|specks?|spots?|few\s+drops|drops?|smear\w*|tinge\w*|a\s+bit|a\s+little|tiny|trace)\b|\b(?:toilet\s+)?paper\b"
+                          r"|\bwhen\s+i\s+wipe\b|휴지에|살짝|조금|약간|묻어|묻었|한두\s*방울", re.I)
+_ASSERT_NOW = re.compile(
+    r"\bit\s+(?:just\s+)?happened\s+(?:to\s+me\s+)?(?:just\s+now|\d+|an?|a\s+few|ten|five|twenty|half)\b|\b(?:it'?s|that'?s|this\s+is)\s+(?:what'?s\s+)?happening\s+(?:to\s+(?:me|him|her)\s+)?(?:right\s+)?now\b"
+    r"|\b(?:hasn'?t|has\s+not|haven'?t)\s+(?:come|gone)\s+back\b|(?:\d+\s*분|방금|아까)\s*전에?\s*그랬|지금\s*그래요|아직\s*안\s*돌아와|지금\s*그런\s*상태", re.I)
+"""A sentence that says the symptom asked about is happening: a question then no longer makes
+it a general one ("can a migraine make half my vision go black? It happened 10 minutes ago")."""
+
+
 def suppression(text: str, start: int, end: int, sign: str) -> str | None:
     """Why the sign matched at ``text[start:end]`` does not count now, or ``None`` when it does.
 
     Returns one of ``negated``, ``reassured``, ``hypothetical``, ``question``,
-    ``family_history``, ``past``.
+    ``family_history``, ``past``, ``mild``, ``recovered``, ``joke``, ``routine``. A
+    ``question`` or ``hypothetical`` reason is withdrawn when another sentence says the thing
+    is happening now (:data:`_ASSERT_NOW`).
     """
+    why = _framed(text, start, end, sign) or _reason(text, start, end, sign)
+    if why in ("question", "hypothetical") and _ASSERT_NOW.search(text):
+        return None
+    return why
+
+
+def _framed(text: str, start: int, end: int, sign: str) -> str | None:
+    """Reasons of the indirect signs: a near-faint is no faint (it is a sign of shock), a child
+    going limp in a tantrum is no floppy child, a streak of blood is no bleed."""
+    if sign == "collapse" and _NEAR_EN.search(text[max(0, start - 12):start]):
+        return "mild"
+    if sign in ("floppy", "lethargic", "hard_to_wake") and _TANTRUM.search(_sentence_text(text, start, end)):
+        return "mild"
+    if sign == "gi_blood" and _SMALL_BLOOD.search(text[max(0, start - 25):min(len(text), end + 30)]):
+        return "mild"
+    return None
+
+
+def _sentence_text(text: str, start: int, end: int) -> str:
+    lo, hi = _sentence(text, start, end)
+    return text[lo:hi]
+
+
+def _reason(text: str, start: int, end: int, sign: str) -> str | None:
     before, after, sentence = _clause(text, start, end)
     matched = text[start:end]
     lack = _LACK.search(matched) or re.search(r"(?:않|없|못|안\s*\S*)$", matched)
@@ -335,6 +412,10 @@ def suppression(text: str, start: int, end: int, sign: str) -> str | None:
         return "recovered"
     if sign == "suicidal" and _JOKE.search(text):
         return "joke"
+    if sign == "suicidal" and _HEIGHT.search(matched) and _OUTING.search(sentence):
+        return "mild"
+    if sign == "suicidal" and _SOFT_FAREWELL.search(matched) and BENIGN_PLAN.search(text):
+        return "mild"
     if sign in ("collapse", "thunderclap") and _NEAR_KO.search(after):
         return "mild"
     if sign == "overdose" and (_VITAMIN.search(sentence) or _PERMISSION_KO.search(after)):
@@ -358,9 +439,12 @@ def suppression(text: str, start: int, end: int, sign: str) -> str | None:
     now = _NOW_KO.search(sentence) or _NOW_EN.search(sentence)
     if (_INFO_KO.search(sentence) or _INFO_EN.search(sentence)) and not now:
         return "question"
+    if _GENERIC_Q.search(sentence) and not _FIRST_PERSON.search(sentence):
+        return "question"
     if _FAMILY_HISTORY.search(sentence) and not _ACUTE.search(sentence):
         return "family_history"
-    if (_PAST_KO.search(sentence) or _PAST_EN.search(sentence)) and not _STILL.search(sentence):
+    scope = before + text[start:end] + after if _CONTRAST.search(sentence) else sentence
+    if (_PAST_KO.search(scope) or _PAST_EN.search(scope)) and not _STILL.search(sentence):
         return "past"
     return None
 
@@ -403,7 +487,13 @@ def _hypothetical_before(text: str, start: int, sentence: str) -> bool:
     sign (``what should I do if someone collapses``), not one that follows it (``my dad
     collapsed, what do I do if he doesn't wake up`` is an emergency)."""
     sent_start = _sentence(text, start, start)[0]
-    return any(sent_start + m.start() <= start for m in _HYPOTHETICAL.finditer(sentence))
+    return any(sent_start + m.start() <= start and not _OBSERVED_KO.search(m.group(0))
+               for m in _HYPOTHETICAL.finditer(sentence))
+
+
+_OBSERVED_KO = re.compile(r"(?:안아\s*(?:올리|들)|들어\s*올리|만지|건드리|깨우|일으키|앉히|세우|눕히|부르)면\s$")
+"""Korean "-면" after handling the person ("안아 올리면 축 늘어져요": when I pick him up) is
+what happens each time, not a supposition."""
 
 
 def _numbers(f: Findings, text: str) -> None:
@@ -438,6 +528,10 @@ def _numbers(f: Findings, text: str) -> None:
             f.sbp, f.dbp = float(pair.group(1)), float(pair.group(2))
         elif not pair and (single := _BP_SINGLE.search(text)) and 50 <= int(single.group(1)) <= 300:
             f.sbp = float(single.group(1))
+    for m in _HEART_RATE.finditer(text):
+        if 20 <= int(m.group(1)) <= 250 and suppression(text, m.start(), m.end(), "heart_rate") is None:
+            f.heart_rate = float(m.group(1))
+            break
 
 
 def _person(f: Findings, text: str) -> None:

@@ -154,9 +154,19 @@ FIRST_AID: dict[str, FirstAid] = {
 """First aid per category id, each with its source (every id of the taxonomy has one)."""
 
 _CRISIS = {
-    "ko": "혼자 견디지 않으셔도 돼요. 지금 자살예방상담전화 {crisis}(24시간)에 전화하세요. 당장 위험하거나 다쳤다면 {emergency}에 전화하세요.",
-    "en": "You don't have to face this alone. Call the suicide crisis line {crisis} now (24 hours). If you "
-          "are in immediate danger or hurt, call {emergency}.",
+    "ko": "말해 줘서 고마워요. 지금 많이 힘드신 것 같아요. 혼자 견디지 않으셔도 돼요. "
+          "지금 바로 자살예방상담전화 {crisis}(24시간)에 전화해 주세요. 이미 몸을 다쳤거나 당장 위험하다면 {emergency}에 전화하세요.",
+    "en": "Thank you for telling me. It sounds like things are very hard right now, and you don't have to face "
+          "this alone. Please call the suicide crisis line {crisis} now (24 hours). If you have already hurt "
+          "yourself or are in immediate danger, call {emergency}.",
+}
+"""The crisis line: thanks for saying it, the feeling named, not alone, then both numbers with when to
+use each (NHS "Help for suicidal thoughts"; Samaritans' and the WHO's guidance for responders: listen,
+take it seriously, say help is there, give the number)."""
+_CRISIS_OTHER = {
+    "ko": "다른 사람이 걱정되는 상황이라면: 안전하다면 그 사람 곁에 있어 주고, 지금 위험하거나 연락이 닿지 않으면 {emergency}에 전화하세요.",
+    "en": "If you are worried about someone else: stay with them if it is safe, and call {emergency} if they are "
+          "in danger now or you cannot reach them.",
 }
 _CALL = {
     "ko": "⚠️ 응급 상황일 수 있어요({names}). 지금 바로 {emergency}에 전화하세요.",
@@ -167,6 +177,11 @@ _SOURCES = {"ko": "출처:", "en": "Sources:"}
 _FOOT = {
     "ko": "저는 자동 안내 서비스라 응급 상황을 판단하거나 의료진을 대신할 수 없어요.",
     "en": "I am an automated service: I cannot assess an emergency or replace a clinician.",
+}
+_FOOT_CRISIS = {
+    "ko": "저는 자동 안내 서비스라 의료진이나 곁에 있어 줄 사람을 대신할 수 없어요. {crisis}에서는 지금 바로 이야기를 들어 줄 사람이 기다리고 있어요.",
+    "en": "I am an automated service and cannot replace a clinician or a person to talk to: someone at {crisis} "
+          "can listen to you right now.",
 }
 
 
@@ -188,9 +203,11 @@ def emergency_reply(flags: Iterable, lang: str, emergency: str = "119", crisis: 
         lang: ``ko`` or ``en`` (anything else gets English).
         emergency: the emergency number; crisis: the suicide crisis line.
     Returns:
-        Plain text: the crisis line (suicide risk or self-harm), the call line naming the other
-        categories, one first-aid line per category with its source, and the notice that the
-        bot is not a clinician.
+        Plain text: for suicide risk or self-harm, the crisis line (thanks for saying it, the crisis
+        number now, the emergency number when hurt or in danger) and what to do when it is about
+        someone else; the call line naming the other categories; one first-aid line per category
+        with its source; the notice that the bot is not a clinician (with suicide risk: not a
+        person, and someone at the crisis line can listen now).
     Raises:
         ValueError: no known category in ``flags``.
     """
@@ -199,8 +216,10 @@ def emergency_reply(flags: Iterable, lang: str, emergency: str = "119", crisis: 
         raise ValueError("emergency_reply needs at least one emergency category")
     lang = lang if lang in _CALL else "en"
     lines: list[str] = []
-    if any(BY_ID[c].crisis for c in cats):
+    crisis_case = any(BY_ID[c].crisis for c in cats)
+    if crisis_case:
         lines.append(_CRISIS[lang].format(crisis=crisis, emergency=emergency))
+        lines.append(_CRISIS_OTHER[lang].format(emergency=emergency))
     others = [c for c in cats if not BY_ID[c].crisis]
     if others:
         names = ", ".join(getattr(BY_ID[c], lang) for c in others)
@@ -208,7 +227,7 @@ def emergency_reply(flags: Iterable, lang: str, emergency: str = "119", crisis: 
     lines.append(_WHILE[lang])
     lines.extend(f"- {getattr(FIRST_AID[c], lang)}" for c in cats)
     lines.append(f"{_SOURCES[lang]} " + "; ".join(f"{FIRST_AID[c].source} ({FIRST_AID[c].url})" for c in cats))
-    lines.append(_FOOT[lang])
+    lines.append(_FOOT_CRISIS[lang].format(crisis=crisis) if crisis_case else _FOOT[lang])
     return "\n".join(lines)
 
 

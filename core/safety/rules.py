@@ -18,8 +18,18 @@ The thresholds come from the guidance named in the category's ``source``:
 - a head injury on an anticoagulant needs CT within 8 h (NICE NG232); a nosebleed on an
   anticoagulant or one that does not stop goes to A&E (NHS "Nosebleed");
 - systolic ≥ 160 or diastolic ≥ 110 mmHg in pregnancy is severe hypertension (NICE NG133);
-- sepsis: infection with confusion, mottled skin, no urine, fast breathing or systolic
-  < 90 mmHg (NICE NG51 high-risk criteria), or fever with chemotherapy / immunosuppression.
+- sepsis: infection with confusion, mottled skin, no urine, fast breathing, systolic
+  ≤ 90 mmHg or a heart rate over 130 (NICE NG51 high-risk criteria), or fever with chemotherapy / immunosuppression, or
+  shivering, feeling very unwell or signs of shock during anticancer treatment (NICE CG151:
+  suspect neutropenic sepsis in anyone having anticancer treatment who becomes unwell);
+- intent to die said through its preparations (NICE NG225; NHS "Help for suicidal thoughts":
+  a plan, the means, a time, saying goodbye, giving things away, talk of being a burden):
+  two different preparations together, one of them a strong one (:func:`_intent`), or
+  being at the edge of a height;
+- bleeding seen (melaena, maroon stool, coffee-ground vomit, fresh blood in quantity) with a
+  sign of shock (NICE CG141; the Blatchford score counts pulse ≥ 100 and syncope);
+- a baby or child described by behaviour: lethargy or refusing feeds together with another
+  NICE NG143 amber or red feature (pale or mottled skin, no wet nappies, fever, vomiting).
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from core.safety.findings import Findings
+from core.safety.findings import BENIGN_PLAN, Findings
 
 Rule = Callable[[Findings], "str | None"]
 
@@ -56,11 +66,20 @@ def _anticoagulated_bleed(f: Findings) -> str | None:
         return None
     s = f.has("head_injury", "nosebleed", "bleeding_major", "swelling_growing")
     if s is None and (b := f.has("bleeding_any")) and (f.has("sudden", "vomiting", "dizzy") or
-                                                       any(w in f.text for w in ("많이", "a lot", "alot", "heavily"))):
+                                                       any(w in f.text for w in ("많이", "a lot", "alot", "heavily")) or
+                                                       re.search(r"\bnon-?stop\b|\bfor\s+(?:two|three|\d+)\s+hours\b|시간\s*째", f.text, re.I)):
         s = b
     if s is None and (t := f.has("trauma")) and f.has("dizzy", "distension", "bleeding_any"):
         s = t
     return f"anticoagulant + {s.name}: {s.matched}" if s else None
+
+
+def _gi_bleed_shock(f: Findings) -> str | None:
+    """Bleeding described by its appearance with a sign of shock (NICE CG141)."""
+    blood, shock = f.has("gi_blood"), f.has("shock", "collapse")
+    if blood and shock:
+        return f"{blood.matched} + {shock.matched}"
+    return None
 
 
 def _gi_or_nose(f: Findings) -> str | None:
@@ -68,6 +87,28 @@ def _gi_or_nose(f: Findings) -> str | None:
     if nose and f.has("bleeding_major"):
         return f"nosebleed that will not stop: {nose.matched}"
     return None
+
+
+_STRONG_INTENT = ("farewell", "means_at_hand", "finality")
+_WEAK_INTENT = ("gratitude", "unreachable", "giving_away", "intent_time")
+
+
+def _intent(f: Findings) -> str | None:
+    """Intent to die said through its preparations, without the words (NICE NG225; NHS "Help
+    for suicidal thoughts"): at the edge of a height, or preparations worth 3 or more where a
+    strong one (a farewell note, the means at hand, talk of not being around or of being a
+    burden) counts 2 and a weak one (thanks said as an ending, unreachable, giving things away,
+    a time set) counts 1 (three weak ones together count too). A benign reason (moving house, a trip, an operation) voids a plan
+    without the means."""
+    if (edge := f.has("at_the_edge")):
+        return f"at the edge: {edge.matched}"
+    strong = [n for n in _STRONG_INTENT if n in f.signs]
+    weak = [n for n in _WEAK_INTENT if n in f.signs]
+    if (not strong and len(weak) < 3) or 2 * len(strong) + len(weak) < 3:
+        return None
+    if "means_at_hand" not in strong and BENIGN_PLAN.search(f.text):
+        return None
+    return " + ".join(f"{n}: {f.signs[n].matched}" for n in strong + weak)
 
 
 def _spo2(f: Findings) -> str | None:
@@ -117,6 +158,9 @@ def _diabetic(f: Findings) -> str | None:
         return f"hypoglycaemia ({'glucose %.0f mg/dL' % g if low else 'stated'}) + {severe.name}"
     if "insulin_or_su" in f.meds and f.has("collapse", "confusion") and not f.question:
         return "insulin / sulfonylurea + altered consciousness"
+    treated = f.diabetic or "insulin_or_su" in f.meds
+    if treated and f.has("shock", "cardiac_assoc") and (s := f.has("cannot_swallow", "confusion", "drowsy", "collapse")):
+        return f"diabetes + sweating + {s.name} (severe hypoglycaemia until shown otherwise)"
     if f.diabetic and f.has("vomiting") and (s := f.has("deep_breathing", "drowsy", "abdominal_pain", "fast_breathing")):
         return f"diabetes + vomiting + {s.name}"
     return None
@@ -137,6 +181,21 @@ def _paediatric(f: Findings) -> str | None:
         return f"child + {s.name}: {s.matched}"
     if f.has("mottled") and (f.fever or f.has("floppy", "drowsy")):
         return "child with mottled skin"
+    return _child_behaviour(f)
+
+
+def _child_behaviour(f: Findings) -> str | None:
+    """A child described by behaviour (NICE NG143): lethargic or refusing feeds, with another
+    amber or red feature (the other of the two, pale or mottled skin, fever, vomiting, grunting);
+    lethargy alone under 3 months."""
+    lethargic, feeds = f.has("lethargic", "drowsy"), f.has("not_feeding")
+    other = f.has("shock", "mottled", "vomiting", "grunting")
+    second = feeds if lethargic else lethargic
+    if (lethargic or feeds) and (second or other or f.fever):
+        first = lethargic or feeds
+        return f"child + {first.name} + {(second or other).name if (second or other) else 'fever'}"
+    if lethargic and f.age_months is not None and f.age_months < 3:
+        return f"infant {f.age_months:.1f} months + {lethargic.name}"
     return None
 
 
@@ -144,6 +203,8 @@ def _sepsis(f: Findings) -> str | None:
     immuno = f.meds & {"chemotherapy", "immunosuppressed"}
     if immuno and f.fever:
         return f"fever + {sorted(immuno)[0]}"
+    if "chemotherapy" in f.meds and (s := f.has("rigors", "very_unwell", "shock", "mottled")) and not f.question:
+        return f"unwell during anticancer treatment: {s.matched} (NICE CG151)"
     if (s := f.has("sepsis_word")) and (f.fever or f.has("rigors", "very_unwell", "no_urine")):
         return s.matched
     infected = f.has("infection") or f.fever or f.has("rigors")
@@ -152,8 +213,10 @@ def _sepsis(f: Findings) -> str | None:
         return f"infection/fever + {red.name}"
     if f.has("mottled") and f.has("no_urine", "rigors", "very_unwell", "fast_heart", "fast_breathing"):
         return "mottled skin + another NICE NG51 high-risk sign"
-    if infected and f.sbp is not None and f.sbp < 90:
+    if infected and f.sbp is not None and f.sbp <= 90:
         return f"infection + systolic {f.sbp:.0f}"
+    if infected and f.heart_rate is not None and f.heart_rate > 130:
+        return f"infection + heart rate {f.heart_rate:.0f} (NICE NG51 high risk: > 130)"
     if f.has("infection") and f.fever and f.has("fast_breathing", "fast_heart") and f.has("very_unwell"):
         return "infection + fever + tachypnoea/tachycardia + very unwell"
     if f.has("postpartum") and f.fever and f.has("rigors", "fast_heart"):
@@ -266,7 +329,7 @@ def _acute_abdomen(f: Findings) -> str | None:
         return f"abdominal pain + fever + {r.name}"
     if pain and f.has("distension") and f.has("vomiting"):
         return "abdominal pain + distension + vomiting"
-    if pain and f.has("vomiting") and f.has("sudden") and any(w in f.text.lower() for w in ("severe", "심하", "심한", "너무")):
+    if pain and f.has("vomiting") and f.has("sudden") and any(w in f.text.lower() for w in ("severe", "심하", "심한", "너무", "so bad", "really bad", "agony", "can't move", "cant move")):
         return "sudden severe abdominal pain + vomiting"
     return None
 
@@ -280,12 +343,12 @@ def _vision(f: Findings) -> str | None:
 
 
 RULES: dict[str, tuple[Rule, ...]] = {
-    "suicide_self_harm": (_sign("suicidal"),),
+    "suicide_self_harm": (_sign("suicidal"), _intent),
     "airway_breathing": (_sign("breathing_severe"), _spo2, _sign("calf_breathless")),
     "anaphylaxis": (_swelling_after_allergen,),
     "cardiac_chest_pain": (_cardiac,),
     "stroke": (_sign("stroke_focal"),),
-    "major_bleeding": (_sign("bleeding_major"), _anticoagulated_bleed, _gi_or_nose),
+    "major_bleeding": (_sign("bleeding_major"), _gi_bleed_shock, _anticoagulated_bleed, _gi_or_nose),
     "collapse": (_syncope_red_flags,),
     "seizure": (_sign("seizure"),),
     "new_confusion": (_sign("confusion"),),

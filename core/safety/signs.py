@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from core.safety.signs_indirect import SIGNS_INDIRECT
+
 SIGNS: dict[str, list[str]] = {
     # --- cardiac chest pain (NICE CG95: pressure, radiation, sweating, nausea, breathlessness) ---
     "chest_cardiac": [
@@ -52,7 +54,7 @@ SIGNS: dict[str, list[str]] = {
         r"\bchest\s+pain\b.{0,15}\b(?:going|goin|spreading|moving)\s+(?:up\s+|down\s+)?(?:into|to)\s+(?:my\s+|his\s+|her\s+)?(?:left\s+)?(?:arm|jaw|neck|back|shoulder)",
     ],
     # --- stroke: face, arm, speech, balance, eyes (NICE NG128, BE-FAST) ---
-    "stroke_focal": [
+    "stroke_focal": [r"\bspeech\s+(?:is|was)\s+(?:a\s+bit\s+)?thick\b", r"\b(?:arm|leg|hand)\s+went\s+(?:heavy\s+and\s+)?(?:useless|limp)\b", r"(?:오른|왼)(?:손|팔|발|다리)(?:이|가)?\s*말을\s*안\s*(?:들|듣)|말이\s*(?:자꾸\s*)?헛나", 
         r"\bspeech\s+(?:was|went|is|got)\s+(?:all\s+)?(?:off|weird|funny|strange|wrong|muddled)\b|\b(?:hand|arm|leg)\s+went\s+(?:weak|numb|clumsy|dead|floppy)\b",
         r"\b(?:arm|leg)\s+and\s+(?:arm|leg)\b.{0,30}\b(?:numb|heavy|weak|dead)\b|\btyping\s+(?:this\s+)?with\s+one\s+hand\b",
         r"발음이\s*(?:뭉개|꼬|어눌|샌|이상|새)|말(?:씀)?(?:을|이)?\s*(?:이상하게|못\s*알아듣게|알아들을\s*수\s*없게)\s*(?:해|하|나)",
@@ -82,7 +84,7 @@ SIGNS: dict[str, list[str]] = {
         r"(?:손|팔|다리)이?\s*내\s*(?:손|팔|다리)\s*같지\s*않|얼굴\s*(?:왼쪽|오른쪽|한쪽)이?\s*(?:저려|마비|감각)",
     ],
     # --- thunderclap headache (NICE CG150) ---
-    "thunderclap": [
+    "thunderclap": [r"(?:망치로|몽둥이로|벽돌로)\s*맞은\s*(?:거|것)\s*처럼|(?:몇\s*초|순식간에)\s*(?:만에)?.{0,15}(?:아파지|아파졌|터질|최고로)", r"\blike\s+(?:a\s+)?(?:bat|hammer|brick|baseball\s+bat|punch)\s+to\s+the\s+(?:back\s+of\s+(?:the|my)\s+)?head\b|\bworst\s+(?:i've|i\s+have)\s+ever\s+felt\b|방망이로\s*맞은|태어나서\s*(?:최악|처음)", r"\b(?:came\s+on|hit|started)\s+(?:like\s+a\s+)?(?:bang|thunderclap|explosion)\b|\b(?:migraine|headache|head)\b.{0,60}\b(?:like\s+a\s+bang|worst\s+ever)\b|머리(?:가)?.{0,6}(?:쾅|빵|펑)\s*(?:하고|터)", 
         r"(?:몇\s*초|순식간에|1분도\s*안\s*(?:돼|되어)서?).{0,15}(?:최고|최악|심해|극심).{0,10}(?:두통|머리)",
         r"(?:갑자기|난생\s*처음|인생\s*최악|최악의|평생\s*처음|벼락|살면서\s*(?:이런|처음)).{0,15}(?:두통|머리가?\s*(?:아파|아프|아퍼|깨질|터질|쪼개질))",
         r"(?:망치로|몽둥이로|벽돌로)\s*(?:맞은|때린|얻어맞은)\s*(?:것|듯)|머리.{0,10}(?:폭발|빡\s*하고|확\s*터)",
@@ -98,16 +100,16 @@ SIGNS: dict[str, list[str]] = {
     "headache_explosive": [
         r"머리가\s*(?:깨질|쪼개질|터질)\s*(?:듯|것\s*같|거\s*같)",
         r"\b(?:splitting|excruciating|explosive|blinding)\s+headache\b",
-        r"(?:뒷목|뒷머리|머리)(?:이|가)?\s*(?:깨질|쪼개질|터질)\s*(?:듯|것\s*같|거\s*같)|터지듯이?.{0,6}(?:최고|아파)|\bhead\s*(?:가|이)?\s*터질",
+        r"(?:뒷목|뒷머리|머리)(?:이|가)?\s*(?:깨질|쪼개질|터질)\s*(?:듯|것\s*같|거\s*같)|터지듯이?.{0,6}(?:최고|아파|아프)|\bhead\s*(?:가|이)?\s*터질",
     ],
     # --- sudden vision loss ---
-    "vision_loss": [
+    "vision_loss": [r"\b(?:can'?t|cant)\s+see\s+outta\b|\bsuddnly\b.{0,10}\b(?:can'?t|cant)\s+see\b|절반이\s*(?:까맣게\s*)?안\s*보", r"눈(?:에|앞에)\s*(?:회색|검은|까만)?\s*그림자", 
         r"\bshadow\b.{0,30}\beye\b|\b(?:curtain|veil|shade)\b.{0,30}\b(?:over|across)\b.{0,20}\beye\b",
         r"(?:한쪽|오른쪽|왼쪽|두|양쪽)?\s*눈(?:이|에|앞이)?\s*(?:갑자기\s*)?(?:안\s*보|안보|까매|까맣|캄캄|깜깜|커튼|먹통|아예\s*안)",
         r"갑자기.{0,10}(?:한쪽\s*눈이|눈이\s*안\s*보|시야가\s*(?:안|까맣|사라|가려)|앞이\s*안\s*보|앞이\s*안보)",
         r"시력(?:을|이)?\s*(?:잃|갑자기\s*떨어|소실)|시야(?:가|의)?\s*(?:한쪽|일부)?.{0,6}(?:가려|그림자|까맣|사라|커튼)",
         r"앞이\s*(?:안\s*보|안보)|커튼(?:이|을)?\s*(?:친|쳐진|내려)",
-        r"\bvision\b.{0,15}\b(?:went|gone|going)\s+(?:black|dark|dim)|\bcurtain\b.{0,30}\b(?:eye|vision|sight)\b|\b(?:eye|vision)\b.{0,30}\bcurtain\b",
+        r"\bvision\b.{0,15}\b(?:went|gone|going|go|goes)\s+(?:black|dark|dim)|\bcurtain\b.{0,30}\b(?:eye|vision|sight)\b|\b(?:eye|vision)\b.{0,30}\bcurtain\b",
         r"\bsudden(?:ly)?\b.{0,15}\b(?:lost|loss of|can'?t see|cant see|went blind|blind)\b",
         r"\b(?:can'?t|cannot|cant|can barely)\s+see\s+(?:out\s+of|with|from)\s+(?:my|his|her|one|either|the)\b|\b(?:lost|losing)\s+(?:the\s+)?(?:sight|vision)\b|\bwent\s+blind\b",
         r"\bshadow\b.{0,20}\b(?:vision|sight)\b|\b(?:eye|everything)\b.{0,20}\bwent\s+(?:totally\s+)?(?:black|dark)\b|\bvision\s+loss\b|\bone\s+eye\s+has\s+gone\s+dim\b",
@@ -117,12 +119,12 @@ SIGNS: dict[str, list[str]] = {
         r"\beye\b.{0,25}\b(?:painful|pain)\b.{0,30}\b(?:blurr\w*|vision)",
         r"\bsud+en(?:ly)?\b.{0,10}\b(?:can'?t|cant)\s+see\b|\bpart\s+of\s+my\s+vision\b|\bshower\s+of\s+floaters\b|\bvision\b.{0,10}\bmissing\b",
         r"눈.{0,6}curtain|curtain.{0,12}눈|\bone\s+eye\s*안\s*보",
-        r"\b(?:half|part)\s+(?:of\s+|the\s+)?(?:the\s+)?(?:vision|sight)\b|\bblind\s+in\s+(?:one|my|his|her|the)\b|\bvision\b.{0,25}\b(?:suddenly|went|gone)\b.{0,12}\b(?:blurr\w*|dark|black|grey|gray|dim)\b",
+        r"\b(?:half|part)\s+(?:of\s+|the\s+)?(?:the\s+|your\s+|my\s+|his\s+|her\s+)?(?:vision|sight)\b|\bblind\s+in\s+(?:one|my|his|her|the)\b|\bvision\b.{0,25}\b(?:suddenly|went|gone)\b.{0,12}\b(?:blurr\w*|dark|black|grey|gray|dim)\b",
         r"시야(?:가|의)?\s*(?:반|절반|일부)|갑자기.{0,15}(?:흐려|뿌옇|뿌예|침침).{0,12}(?:안\s*보|보이지|거의\s*안)|(?:검은|까만)\s*(?:그림자|커튼|막)|\bdark\s+shadow\b|\blost\s+(?:the\s+)?(?:sight|vision)\s+in\b|\bvison\b",
         r"\bone\s+eye\b.{0,10}안\s*보|눈\s*앞이\s*(?:새까|까매|캄캄|깜깜)",
     ],
     # --- airway and breathing (BTS/SIGN asthma life-threatening features; RCUK choking) ---
-    "breathing_severe": [
+    "breathing_severe": [r"\bsucking\s+in\s+(?:under|between)\s+(?:her|his|the)\s+ribs\b", r"(?:흡입기|벤토린|inhaler).{0,12}(?:전혀\s*)?안\s*듣|한두\s*마디(?:밖에|도)?\s*못", 
         r"\b(?:struggling|can'?t|cannot|unable|hard)\s+to\s+(?:finish|complete)\s+(?:a\s+|my\s+|his\s+|her\s+)?sentences?\b|어깨(?:까지)?\s*들썩|\b(?:reliever|inhaler|ventolin|blue\s+inhaler)\b.{0,30}\bevery\s+(?:few\s+)?(?:min\w*|\d+\s*min\w*)|흡입기.{0,20}(?:효과가?\s*없|별\s*차이\s*없|소용\s*없|안\s*들)",
         r"목에\s*(?:뭐가\s*|떡이\s*|고기가\s*|사탕이\s*)?걸(?:렸|려).{0,20}(?:숨|소리|말|기침도)|목에\s*걸려서\s*숨",
         r"\bout\s+of\s+breath\b.{0,25}\b(?:lying|sitting|resting|at rest)\b",
@@ -153,7 +155,7 @@ SIGNS: dict[str, list[str]] = {
         r"말이\s*끊겨|\bshort\s+of\s+breth\b",
     ],
     # --- anaphylaxis (RCUK 2021: airway / breathing / circulation problems after exposure) ---
-    "anaphylaxis": [
+    "anaphylaxis": [r"\bthroat'?s?\s+(?:is\s+)?clos\w*|목\s*안이\s*좁아|throat\s*(?:가|이)?\s*막", 
         r"목구멍이\s*(?:좁아|막히|조여)|두드러기.{0,40}(?:쌕쌕|숨|어지|쓰러|축\s*처)",
         r"\bhives\b(?:(?!\bno\b|\bnot\b|\bwithout\b|\bnormal\b|\bfine\b)[^.;]){0,50}\b(?:wheez\w*|can'?t\s+breathe|throat|faint\w*|dizz\w*|pass\s+out|floppy|swallow|voice)",
         r"\ballerg\w*\b.{0,100}\b(?:throat|tongue|lips?)\b.{0,25}\b(?:swell\w*|swollen|tight\w*|closing|itchy)",
@@ -172,16 +174,16 @@ SIGNS: dict[str, list[str]] = {
         r"\bthroat\b.{0,25}\bclosing\b",
     ],
     # --- major bleeding (NICE CG141, NG232) ---
-    "bleeding_major": [
-        r"\bpumping\b.{0,10}\bblood\b|\bblood\b.{0,10}\bpumping\b|\b(?:spurt|squirt)\w*\b|\bdeep\s+(?:gash|wound)\b.{0,40}\b(?:blood|bleed\w*)|피가\s*(?:솟구|뿜)",
+    "bleeding_major": [r"\b(?:still\s+)?soaking\s+through\b", 
+        r"\bpumping\b.{0,10}\bblood\b|\bblood\b.{0,10}\bpumping\b|(?<!growth\s)\b(?:spurt|squirt)\w*\b|\bdeep\s+(?:gash|wound)\b.{0,40}\b(?:blood|bleed\w*)|피가\s*(?:솟구|뿜)",
         r"(?:변|똥|대변)(?:이|을|도)?.{0,12}(?:새까맣|까맣|시커멓|검게|짜장).{0,30}(?:어지|핑\s*돌|쓰러|기운이\s*없|식은땀|창백|차가|차고)",
         r"커피\s*(?:찌꺼기|가루)\s*(?:같은|처럼)|(?:까맣고|검고|시커멓고|새까맣고)\s*(?:끈적|물컹|짜장)|짜장\s*같은.{0,10}변",
-        r"선홍색\s*피|피를.{0,12}(?:뱉|쏟)|피가.{0,10}(?:젖|흥건|안\s*멈|안멈|뿜)",
+        r"피를.{0,12}(?:뱉|쏟)|피가.{0,10}(?:젖|흥건|안\s*멈|안멈|뿜)",
         r"\bbled\s+through\b|\bbleeding\s+through\b|\bcoughed\s+up\b.{0,45}\bblood\b",
         r"(?:수건|거즈|붕대|휴지|패드)(?:이|가)?.{0,10}(?:다\s*)?(?:젖|흥건)",
         r"피(?:가|를)?.{0,12}(?:뿜어|멈추질\s*않|멈추지\s*않|안\s*멈|안멈|한\s*바가지|쏟아|줄줄|흥건|계속\s*나와|개많이|계속\s*스며)",
         r"피를.{0,10}(?:토|토햇)|(?<![가-힣])피\s*토|코피(?:가)?.{0,20}(?:안\s*멈|안멈|멈추지|멈추질|\d+\s*(?:분|시간)\s*째|한\s*시간)",
-        r"\b(?:vomit\w*|threw\s+up|throwing\s+up|puk\w*)\b[^,.;]{0,30}\bblood\b|\bcoffee[- ]grounds?\b|\bcoughing\s+up\b.{0,20}\bblood\b",
+        r"\b(?:vomit\w*|threw\s+up|throwing\s+up|puk\w*|brought\s+up|bringing\s+up)\b[^,.;]{0,45}\bblood\b|\bcoffee[- ]grounds?\b|\bcoughing\s+up\b.{0,20}\bblood\b",
         r"\b(?:black|dark)\b.{0,20}\b(?:sticky|tarry|like\s+tar)\b|\btarry\b",
         r"\bblood\b.{0,30}\bsoak\w*|\bsoak\w*\b.{0,30}\b(?:towel|towels|bandage|pads?)\b|\bgushing\s+blood\b|\bblood\b.{0,15}\b(?:gushing|everywhere)\b|\bthree\s+towels\b",
         r"피(?:가|를)?\s*(?:토했|토해|토하|토함|계속\s*(?:나|흘)|멈추지\s*않|안\s*멈|멎지\s*않|안\s*멎|많이\s*(?:나|흘)|쏟|철철|펑펑|콸콸|한\s*움큼|한\s*컵|마니)",
@@ -201,15 +203,15 @@ SIGNS: dict[str, list[str]] = {
         r"피가?\s*섞여\s*(?:나오|토)|커피색|(?:bleeding|출혈|피)\S*.{0,15}안\s*멈",
     ],
     "nosebleed": [r"코피|코에서\s*피|\bnose\s*-?bleed\w*|\bnose\s+(?:has\s+been\s+|is\s+)?bleed\w*|\bnose\s+bled\b"],
-    "head_injury": [
+    "head_injury": [r"이마(?:를|가)?.{0,6}(?:부딪|박|찧|다쳤)", 
         r"머리(?:를|가)?.{0,10}(?:부딪|박|찧|다쳤|다치|맞았)|넘어(?:져서|지면서|지셔서)?.{0,15}머리",
         r"\b(?:hit|bang\w*|bump\w*|knock\w*|smack\w*)\s+(?:his|her|my|their)\s+head\b|\bhead\s+injur\w*|\bfell\b.{0,30}\bhead\b",
         r"\bhead\s*(?:를|을)?\s*(?:부딪|박)",
     ],
-    "bleeding_any": [r"피(?:가|를)?\s*(?:나|흘|멈|계속)|출혈|\bbleed\w*|\bblood\b(?!\s*(?:pressure|sugar|test|thinner|work|glucose))"],
+    "bleeding_any": [r"피가?\s*(?:많이\s*)?섞여|\bgums?\b.{0,20}\bbleed\w*", r"피(?:가|를)?\s*(?:나|흘|멈|계속)|출혈|\bbleed\w*|\bblood\b(?!\s*(?:pressure|sugar|test|thinner|work|glucose))"],
     "swelling_growing": [r"\b(?:huge|large|big)\s+swelling\b.{0,60}\b(?:growing|bigger)\b|(?:붓기|멍|혹).{0,10}(?:점점\s*)?(?:커져|커지)"],
     # --- collapse / unresponsive (NICE CG109) ---
-    "collapse": [
+    "collapse": [r"\bonly\s+(?:groans|moans)\b|\bgroan\w*\s+when\s+i\s+shake\b", 
         r"\bdropped\s+(?:to|on)\s+the\s+(?:ground|floor)\b|\bjust\s+dropped\b|\bslumped\b",
         r"(?:불러도|말을\s*걸어도|흔들어도|깨워도)\s*(?:대답|반응)(?:을|이)?\s*(?:안|없|못|0|약)|깨워도.{0,10}(?:못|안)\s*(?:일어|떠|깨)|깨워도\s*안(?:일어|\s*일어)|눈을\s*(?:잘\s*)?(?:못|안)\s*떠",
         r"고개를\s*(?:툭\s*)?떨구|의식이\s*(?:없|흐려지)|축\s*늘어져\s*있",
@@ -224,7 +226,7 @@ SIGNS: dict[str, list[str]] = {
         r"불러도.{0,10}(?:눈을?\s*(?:잘\s*)?(?:못|안)\s*뜨|반응)",
     ],
     # --- sudden confusion (NHS: sudden confusion / delirium) ---
-    "confusion": [
+    "confusion": [r"\b(?:suddnly|sudenly)\s+confused\b|\bnot\s+knowing\s+what\s+(?:year|day|month)\b", r"\bcan'?t\s+answer\s+(?:simple\s+|easy\s+)?questions\b|\bcalling\s+(?:me|us)\s+by\s+(?:my|our|the)?\s*\w+(?:'s)?\s+name\b|\bcan'?t\s+tell\s+me\s+where\s+(?:he|she)\s+lives\b|간단한\s*질문에도\s*대답(?:을)?\s*못|\S+\s*이름으로\s*(?:부르|불러)|주소를?\s*못\s*대", 
         r"(?:밤|낮)인지.{0,8}(?:모르|구분)|원래\s*이런\s*분(?:은|이)?\s*아니|\bnot\s+(?:acting\s+like\s+)?(?:her|him)self\b|\bdoesn'?t\s+know\s+(?:what\s+day|where\s+(?:she|he)\s+is|who\s+i\s+am)",
         r"\bdoesn'?t\s+seem\s+to\s+know\b",
         r"못\s*알아보|못알아보|여기가\s*어딘지.{0,8}(?:모르|헷갈)|어디(?:인지|인지도)\s*모름|날짜도\s*(?:몰|모르)|엉뚱한\s*(?:소리|말|단어)|누구냐고",
@@ -241,7 +243,7 @@ SIGNS: dict[str, list[str]] = {
         r"몇\s*(?:년도|월|일)인지\s*모르|이름(?:으로|을)?\s*(?:헷갈|잘못\s*부르)|언니\s*이름으로\s*부르|\bwhat\s+(?:year|day)\s+it\s+is\b|\bthinks\s+(?:i'?m|it'?s)\b|\bnot\s+making\s+(?:much\s+)?sense\b",
     ],
     # --- seizure (NICE NG217) ---
-    "seizure": [
+    "seizure": [r"\b(?:going|gone)\s+(?:on\s+)?for\s+(?:\d+|five|six|seven|eight|ten)\s+min\w*|\d+\s*분\s*(?:넘게|이상|째).{0,6}(?:떨|경련|경기)", r"\b(?:jerk\w*|shaking|twitching|fitting)\b.{0,20}\b(?:for\s+)?\d+\s*min\w*|\b(?:shaking|jerking|twitching|fitting)\b.{0,30}\b(?:won'?t|will\s+not|doesn'?t)\s+stop\b|\d+\s*분\s*째.{0,10}(?:떨|경련|경기)|(?:몸을?\s*떨|경련|경기).{0,10}(?:멈추질|멈추지)\s*않", 
         r"(?<!공황\s)(?<!공황)(?<!천식\s)(?<!불안\s)(?:발작|경련|경기)\s*(?:시작|계속|멈추지|안\s*멈|한\s*지\s*\d|\d+\s*분)|\b(?:seizure|fit|convulsion)\b.{0,25}\b(?:\d+\s*min\w*|won'?t\s+stop|went\s+on|still\s+going)",
         r"몸이\s*(?:갑자기\s*)?(?:굳|뻣뻣)|(?:덜덜|부들부들|바들바들)\s*떨.{0,10}(?:의식|눈|팔다리|몸|거품)|팔다리가.{0,10}(?:덜덜|부들부들|규칙적으로)",
         r"\bwent\s+(?:rigid|stiff)\b|\btwitching\s+all\s+over\b|\bjerking\s+rhythmically\b|\bfoam\w*\s+at\s+(?:the|his|her)\s+mouth\b|\bstiff\s+and\s+jerking\b",
@@ -259,10 +261,10 @@ SIGNS: dict[str, list[str]] = {
         r"(?:쓰러지(?:더니|고|면서)|쓰러져서).{0,20}(?:떨|부들|경련)",
     ],
     # --- suicide and self-harm (NICE NG225) ---
-    "suicidal": [
+    "suicidal": [r"(?:오늘|내일|이번\s*주말?|오늘\s*밤)(?:에)?\s*(?:밤에?\s*)?(?:죽을|죽으려고|죽기로|사라질)\s*(?:거|겁|래|려|예요|게요|기로)|죽기로\s*(?:했|결심|마음)|(?:아침이|내일이)\s*안\s*왔으면|약통에\s*있는\s*(?:거|약)\s*(?:다|전부)\s*먹|영원히\s*(?:그만|잠들|사라)|(?:그만두고|끝내고)\s*싶어요?\s*영원히", r"\b(?:decided|going|planning|plan)\s+to\s+die\b|\bi'?(?:ll|m\s+going\s+to|\s+will)\s+die\s+(?:tonight|today|tomorrow)\b|\b(?:no\s*one|nobody)\s+would\s+(?:notice|care|miss\s+me)\s+if\s+i\s+(?:was|were|died)\b", r"\b(?:razor|blade)\b.{0,50}\b(?:arm|wrist|thigh|leg)\b.{0,40}\b(?:gaping|deep|won'?t\s+close|wide\s+open)\b|\bopened\s+(?:my|his|her)\s+(?:arm|wrist|thigh|leg)\s+up\b|(?:면도날|칼날|커터).{0,20}(?:팔|손목|허벅지)(?:을|를)?.{0,10}(?:그어|그었|긋)|(?:팔|손목|허벅지)(?:을|를)?\s*(?:깊게\s*)?그어\s*버렸", 
         r"사라지면.{0,12}(?:편할|편해|나을)|번개탄(?:도|을|이)?\s*(?:사\s*놨|사놨|사\s*뒀|사뒀|준비|사\s*놓)",
         r"안\s*깨어났으면|(?:한강|다리|옥상)(?:에|으로|로)?\s*(?:가려고|갈\s*거|올라)|따라갈\s*거|유서|마지막\s*인사",
-        r"\bnot\s+wake\s+up\b|\bdon'?t\s+wake\s+up\b|\bbought\s+(?:the|a)\s+rope\b|\bhow\s+i'?d\s+do\s+it\b|\b(?:highest|tallest)\s+bridge\b|\bwhich\s+bridge\b|\bsaving\s+up\s+(?:my\s+)?(?:pills|sleeping\s+pills|meds)\b|\bsaved\s+up\s+pills\b",
+        r"\bnot\s+wake\s+up\b|\bdon'?t\s+wake\s+up\b|\bbought\s+(?:the|a)\s+rope\b(?!\s+(?:ladder|swing|toy|lights?|bridge))|\bhow\s+i'?d\s+do\s+it\b|\b(?:highest|tallest)\s+bridge\b|\bwhich\s+bridge\b|\bsaving\s+up\s+(?:my\s+)?(?:pills|sleeping\s+pills|meds)\b|\bsaved\s+up\s+pills\b",
         r"못\s*버티겠|편지(?:도|를)?.{0,8}(?:써\s*놨|써놨|써\s*뒀|남겼)|뛰어내리|없어지면.{0,12}(?:편해|나을)|약(?:도|을)?\s*(?:다\s*)?모아\s*(?:놨|뒀|두었|놓)",
         r"죽(?:을|는)\s*방법|목을?\s*매|다\s*정리하고\s*(?:떠나|가)|영원히\s*(?:잠들|자고)|안\s*깨어나고\s*싶|끝내(?:려고|겠다|고\s*싶)",
         r"\bcan'?t\s+(?:do|take)\s+this\s+any\s*more\b|\bgoodbye\s+(?:letters?|notes?|messages?)\b|\bsuicide\s+note\b|\bbetter\s+off\s+without\s+me\b|\bsaid\s+goodbye\s+to\s+my\s+family\b",
@@ -282,15 +284,15 @@ SIGNS: dict[str, list[str]] = {
         r"살\s*의미가?\s*없|죽으면\s*편할|(?:더\s*(?:이상|는)\s*)?못\s*살겠|다\s*놓고\s*싶|끝낼\s*거|끝내겠|죽고\s*십",
     ],
     # --- poisoning and overdose ---
-    "overdose": [
+    "overdose": [r"\b(?:drank|swallowed|ate|drunk)\b.{0,25}\bdishwasher\s+(?:liquid|gel|powder|detergent|rinse)\b", r"\b(?:swallowed|took|taken)\s+(?:a\s+load|loads|a\s+lot|a\s+bunch|lots)\s+of\s+(?:her|his|my)\s+\w+|\b(?:necked|downed)\s+(?:a\s+)?(?:whole\s+)?(?:pack|box|bottle|strip)\b|\brinse\s+aid\b|(?:세제|락스|약).{0,8}입에\s*넣", r"\bswallow\w*\b.{0,45}\bbatter(?:y|ies)\b|(?:시계|리모컨|동그란|단추).{0,15}(?:건전지|배터리)(?:를|을)?\s*(?:삼켰|삼킨|먹었)", 
         r"\b(?:1[5-9]|[2-9]\d)\s+(?:tablets|pills|capsules|caps|tabs)\b.{0,20}\b(?:since|today|in\s+(?:a|one)\s+day|over\s+the\s+day|at\s+once)\b|\bdoubl\w*\s+up\b.{0,40}\b(?:1[5-9]|[2-9]\d)\s+(?:tablets|pills)",
         r"(?:네|다섯|여섯|일곱|여덟|아홉|열|열두|열다섯|스무|서른|몇|[4-9]|\d{2,})\s*알\s*(?:넘게|이상|정도|쯤)?\s*(?:을|를)?\s*(?:다\s*)?(?:먹었|삼켰|드셨|먹은|삼킨|먹엇)",
-        r"(?:농약|락스|세제|살충제|제초제|부동액|표백제|세척제).{0,25}(?:드셨|마셨|먹었|삼켰|마신|먹은|마셔)",
+        r"(?:농약|락스|세제|살충제|제초제|부동액|표백제|세척제|세정제).{0,25}(?:드셨|마셨|먹었|삼켰|마신|먹은|마셔)",
         r"(?:알|정|알약)(?:이랑|과|하고|에)?.{0,15}(?:소주|맥주|술|와인|양주|보드카).{0,15}(?:같이|함께|마셨|먹었)|(?:술|소주).{0,10}(?:신경안정제|수면제|진통제).{0,10}(?:같이|함께|잔뜩)",
         r"\bswallowed\s+(?:some|a\s+few|several|\d+)\s+of\b|\b\d+\s+(?:are|were)\s+missing\b",
         r"(?:세제|락스|농약|살충제|부동액|표백제|쥐약|건전지|배터리|담배|철분제).{0,10}(?:삼켰|먹었|마셨|마신|먹은|삼킨|깨물|씹어)",
-        r"(?:약|알약|타이레놀|수면제|진통제|혈압약|당뇨약|인슐린|안정제|항우울제|와파린)(?:을|를|도)?.{0,20}(?:여러\s*번|열\s*알|\d+\s*알|한\s*움큼|잔뜩|왕창|많이|한\s*통)\s*(?:이나|나|씩|넘게|정도|로)?\s*(?:먹|드셨|드시|삼켰|맞)",
-        r"\b(?:swallowed|ate|drank|bit\s+into|got\s+into|chewed|vaped)\b.{0,30}\b(?:detergent|dishwasher\s+(?:pods?|tablets?)|laundry\s+pods?|tide\s+pods?|bleach|cleaner|antifreeze|pesticide|rat\s+poison|batter(?:y|ies)|lighter\s+fluid|weed\s*killer|cigarette)",
+        r"(?:약|알약|타이레놀|수면제|진통제|혈압약|당뇨약|인슐린|안정제|항우울제|와파린)(?:을|를|도)?.{0,20}(?:여러\s*번|열\s*알|\d+\s*알|한\s*움큼|잔뜩|왕창|많이|한\s*통|한\s*판(?:\s*다)?|한\s*줄(?:\s*다)?)\s*(?:이나|나|씩|넘게|정도|로)?\s*(?:먹|드셨|드시|삼켰|맞)",
+        r"\b(?:swallowed|ate|drank|bit\s+into|got\s+into|chewed|vaped)\b.{0,30}\b(?:detergent|dishwasher\s+(?:pods?|tablets?)|laundry\s+pods?|tide\s+pods?|bleach|cleaner|antifreeze|pesticide|rat\s+poison|batter(?:y|ies)|lighter\s+fluid|weed\s*killer|cigarette|drain\s+unblocker|unblocker|oven\s+cleaner|descaler)",
         r"\btook\s+(?:like\s+|about\s+|maybe\s+|around\s+)?(?:[5-9]|\d{2,})\s+[a-z]+|\btook\s+a\s+(?:bunch|handful|lot|ton|load)\s+of\b|\bate\s+a\s+handful\s+of\b",
         r"\b(?:oxy\w*|xanax|valium|percocet|fentanyl|heroin|opioids?|benzos?|sleeping\s+pills)\b.{0,40}\b(?:vodka|alcohol|beers?|wine|booze|whiskey|drinks?)\b|\b(?:vodka|alcohol|beer|wine|booze)\b.{0,40}\b(?:oxy\w*|xanax|valium|percocet|fentanyl|opioids?|benzos?|sleeping\s+pills)\b",
         r"(?:약|알약|수면제|진통제|타이레놀|혈압약|당뇨약|안정제|신경안정제|항우울제|인슐린|tylenol).{0,15}(?:한꺼번에|한\s*번에\s*(?:다|전부|몽땅|\d)|왕창|통째로|한\s*통|한통|한\s*움큼|과다\s*복용|과량|너무\s*많이|잔뜩|\d+\s*(?:알|개|정)(?:을|를|이나|씩)?\s*(?:다|한꺼번에|먹었|삼켰))",
@@ -314,8 +316,8 @@ SIGNS: dict[str, list[str]] = {
     "sepsis_word": [
         r"패혈증(?:인|일|이\s*온|\s*같)|\bsepsis\b(?!\s+(?:last|years|once))|\bseptic\b",
     ],
-    "mottled": [r"얼룩덜룩|얼룩지|\bmottled\b|\bblotchy\s+skin\b|\bskin\b.{0,10}\bblotchy\b|피부가?\s*(?:창백하고\s*)?얼룩|\bmottl\w*"],
-    "no_urine": [
+    "mottled": [r"\bashen\b|\bskin\b.{0,10}\b(?:grey|gray)\b|잿빛|피부(?:가|색이)?\s*(?:회색|잿빛)", r"\b(?:hands|feet|legs|arms|skin|body)\b.{0,25}\bblotchy\b", r"얼룩덜룩|얼룩지|\bmottled\b|\bblotchy\s+skin\b|\bskin\b.{0,10}\bblotchy\b|피부가?\s*(?:창백하고\s*)?얼룩|\bmottl\w*"],
+    "no_urine": [r"\b(?:hasn'?t|haven'?t|havent|hasnt|not)\s+had\s+a\s+(?:wee|pee)\b|소변(?:이|도)\s*(?:하루\s*종일|거의)?\s*(?:안\s*(?:나|보)|못\s*보)", 
         r"소변(?:을)?\s*(?:하루\s*종일|한\s*번도|거의)?\s*(?:안\s*(?:보|나)|못\s*보|거의\s*안)|소변도\s*거의\s*안",
         r"\b(?:hasn'?t|haven'?t|not|hasnt)\s+(?:peed|passed\s+urine|wee'?d)|\bbarely\s+peeing\b|\bnot\s+peeing\b",
     ],
@@ -331,34 +333,34 @@ SIGNS: dict[str, list[str]] = {
     "fast_breathing": [r"숨(?:을|이)?\s*(?:가빠|빠르|빨라|가쁘)|호흡이\s*빨|\bbreathing\s+(?:fast|quickly|rapidly)\b|\bfast\s+breathing\b|\bbreathless\b|\b\d{2}\s+times\s+a\s+minute\b"],
     "fast_heart": [r"심장이\s*(?:엄청\s*|너무\s*|막\s*)?(?:빨리|빠르게)\s*뛰|심장이\s*쿵쾅|가슴이\s*두근|\bheart\s+(?:is\s+)?racing\b|\bracing\s+heart\b|\bheart\s+flutters\b|\bpounding\s+heart\b"],
     # --- meningitis (NICE NG240) ---
-    "neck_stiffness": [
+    "neck_stiffness": [r"\bneck\s+won'?t\s+budge\b|\bcan'?t\s+put\s+(?:her|his|my)\s+chin\s+down\b|\bcries\s+when\s+i\s+bend\s+(?:her|his)\s+neck\b|턱을\s*가슴에\s*(?:못|안)\s*(?:붙|대)|목이\s*안\s*움직", 
         r"\bneck\b.{0,10}\b(?:won'?t|wont|doesn'?t|can'?t|cant)\s+(?:bend|move|flex|go\s+down)\b",
         r"목(?:이|덜미|\s*뒤|\s*뒤가)?\s*(?:가|이)?\s*(?:너무\s*)?(?:뻣뻣|굳|돌처럼|경직)|고개(?:를|가)?\s*(?:못|안)\s*숙|턱이\s*가슴에\s*안\s*닿|목을?\s*(?:못\s*굽|젖혀)|목\s*뒤가\s*굳",
         r"\bstif+\s+neck\b|\bneck\b.{0,12}\b(?:is\s+|feels\s+|so\s+)?(?:stiff|rigid|locked)\b|\b(?:can'?t|cannot|cant)\s+(?:bend|move|flex)\s+(?:my|his|her)\s+neck\b|\bchin\s+(?:on|to)\s+(?:my|his|her)\s+chest\b|\bcan'?t\s+look\s+down\b",
         r"목(?:이|을)?\s*(?:안|못)\s*(?:숙|굽)",
         r"목을?\s*숙이면\s*아프",
     ],
-    "photophobia": [
+    "photophobia": [r"\blights?\b.{0,20}\blike\s+knives\b|\bhates\s+the\s+light\b|\bscreams?\s+if\s+i\s+open\s+the\s+curtains\b|커튼만\s*열어도|불빛이.{0,6}(?:아프|칼)", 
         r"\b(?:light|lights|brightness)\b.{0,15}\b(?:unbearable|agony|agonising|hurts?|painful|too\s+much)\b",
         r"눈(?:이)?\s*부시|눈부시|빛(?:을|이)?\s*(?:보면|싫|못\s*보|눈부)|불(?:을|빛을?)?\s*(?:끄래|보면)|커튼을\s*쳐",
         r"\blight\b.{0,10}\b(?:hurts|killing|painful)\b|\bsensitiv\w*\s+to\s+light\b|\bphotophobia\b|\bcan'?t\s+(?:stand|bear|tolerate)\s+(?:the\s+)?(?:bright\s+)?light|\b(?:wants?|want)\s+the\s+(?:lights?\s+off|curtains\s+(?:shut|closed))|\blights?\s+are\s+killing",
         r"불을?\s*(?:꺼\s*달|끄라|끄래)",
     ],
-    "nonblanching_rash": [
+    "nonblanching_rash": [r"(?:유리컵|컵|유리잔)\s*테스트.{0,15}(?:안\s*(?:흐려|없어|사라|옅어)|그대로)|\bglass\s+test\b.{0,25}\b(?:didn'?t|doesn'?t|don'?t|not)\s+(?:fade|go)", r"\b(?:stay|stays|stayed|remain\w*)\b.{0,30}\b(?:glass|tumbler)\b|\b(?:glass|tumbler)\b.{0,30}\b(?:stay|stays|stayed|remain\w*)\b|(?:컵|유리잔|유리컵)(?:을|으로|로)?\s*(?:대고|대도|대면).{0,20}(?:그대로|안\s*(?:없어|사라))", r"\b(?:pressed|press|roll\w*|put)\s+(?:a\s+)?(?:glass|tumbler)\b.{0,40}\b(?:still\s+there|didn'?t\s+go|don'?t\s+go|not\s+go\w*)\b|\bdon'?t\s+go\s+(?:away\s+)?when\s+i\s+(?:press|roll)|\bpin-?\s?prick\b|(?:컵|유리)(?:을|으로|로)?\s*(?:굴려|대|눌러)\s*(?:봐도|보니|봤는데).{0,6}(?:그대로|안\s*(?:없어|사라|빠지))", 
         r"\b(?:glass|tumbler|press\w*)\b.{0,40}\b(?:didn'?t|doesn'?t|don'?t|won'?t|not|dont|didnt)\b.{0,20}\b(?:go\s+away|fade|disappear|blanch)|\bpurpl\w*\s+(?:spots|rash|blotches|marks|dots)\b|(?:컵|유리)(?:으로|로)?.{0,12}(?:눌러|대).{0,12}(?:그대로|안\s*(?:없어|사라|빠지))",
         r"(?:눌러도|컵으로\s*눌러도|유리컵.{0,10}|glass\s*test\s*에서)\s*(?:안|색이\s*안)\s*(?:없어|사라|빠지|지워)|안\s*없어짐|보라색\s*(?:반점|점)|멍\s*같은\s*(?:발진|반점)|자반|붉은\s*점.{0,15}(?:늘어|퍼지)",
         r"\b(?:doesn'?t|does\s+not|won'?t|didn'?t|don'?t|dont|not)\s+(?:fade|blanch|disappear)|\bnon-?blanching\b|\bpurple\s+(?:spots|rash|blotches)\b|\bbruise-like\s+rash\b|\bpin\s*-?prick\s+spots\b|\bred\s+spots\b.{0,20}\bspreading\b",
         r"\b(?:dosent|dosen'?t|does'?nt|wont)\s+(?:fade|blanch)",
     ],
     "sunken_fontanelle": [r"숫구멍.{0,6}(?:꺼졌|꺼져|움푹|들어가)|\bsoft\s+spot\b.{0,20}\b(?:sunken|sunk|dipped|caved)\b|\bsunken\s+(?:soft\s+spot|fontanelle)\b"],
-    "fontanelle": [r"숫구멍.{0,6}(?:볼록|튀어|부풀)|\bsoft\s+spot\b.{0,20}\b(?:bulging|swollen)|\bbulging\s+(?:soft\s+spot|fontanelle)|\bsoft\s+spot이?\s*bulging", r"\bsoft\s+spot\b.{0,40}\b(?:bulging|swollen)"],
+    "fontanelle": [r"\bsoft\s+spot\b.{0,40}\b(?:raised|puffed\s+up|sticking\s+up)\b", r"숫구멍.{0,6}(?:볼록|튀어|부풀)|\bsoft\s+spot\b.{0,20}\b(?:bulging|swollen)|\bbulging\s+(?:soft\s+spot|fontanelle)|\bsoft\s+spot이?\s*bulging", r"\bsoft\s+spot\b.{0,40}\b(?:bulging|swollen)"],
     # --- obstetric (NICE NG126, NG133; RCOG GTG 57) ---
     "vaginal_bleeding": [
         r"하혈|피가\s*(?:많이|마니|계속)?\s*(?:나|비쳐|쏟)|출혈|패드가\s*(?:금방\s*)?젖|덩어리",
         r"\bbleed\w*\b|\bclots\b|\bsoaking\s+a\s+pad\b",
         r"피가\s*(?:생리처럼|좀\s*많이|비치)|\bspotting\s+heavily\b|\bbleeding\s+quite\s+a\s+lot\b",
     ],
-    "reduced_fetal_movement": [
+    "reduced_fetal_movement": [r"\b(?:haven'?t|havent|hasn'?t|not)\s+felt\s+(?:bubs|(?:a\s+single|any)\s+kicks?)\b|(?:아기|태아)(?:가)?\s*(?:전혀|거의)\s*안\s*움직", r"\bbaby\b.{0,25}\b(?:really|very|so|too|completely)\s+(?:still|quiet)\b|(?:아기|태아)(?:가)?\s*(?:너무|계속|하루\s*종일|완전히)\s*조용", r"\b(?:haven'?t|hasn'?t|not|never)\s+felt\s+(?:the\s+|my\s+)?baby\s+kick\w*|(?:아기|태아)\s*(?:발차기|발길질)(?:를|가)?\s*(?:못\s*느|없|안\s*느)", 
         r"태동(?:이)?\s*(?:이\s*)?(?:없|줄|안\s*느|거의\s*없|약해|확\s*줄)|아기가\s*(?:오늘\s*)?(?:하루\s*종일|반나절째)?\s*(?:안\s*(?:움직|놀)|움직이지)|태동이\s*없어",
         r"\b(?:baby|babys|baby'?s)\b.{0,25}\b(?:hasn'?t|not|stopped|isn'?t)\s+mov\w*|\b(?:movements?)\b.{0,20}\b(?:slowed|reduced|less|stopped)\b|\bfetal\s+movement\b.{0,20}\b(?:거의|없|less|reduced|absent)|\bhasn'?t\s+moved\b",
         r"태동(?:이)?.{0,12}(?:줄었|줄어|없어|약해|안\s*느)|\bfetal\s+movement\b.{0,20}(?:거의\s*없|없|less|reduced|absent)|아기가\s*(?:안\s*놀|안\s*움직)",
@@ -366,7 +368,7 @@ SIGNS: dict[str, list[str]] = {
         r"\b(?:baby|babys|baby'?s)\b.{0,30}\b(?:quieter|less\s+active|not\s+kicking|stopped\s+kicking|barely\s+moved|hardly\s+moving|not\s+moving\s+much)\b|\b(?:no|fewer|less)\s+kicks\b",
         r"\b(?:haven'?t|hasn'?t|havent|hasnt|not|never)\s+felt\s+(?:the\s+)?baby\s+mov\w*|태동(?:이|은)?\s*(?:하나도|전혀|통|아예|거의)\s*(?:없|안\s*느|못\s*느)",
     ],
-    "waters_broken": [r"양수(?:가)?.{0,8}(?:터|새|흘|나와|나오)|물이\s*(?:주르륵|줄줄)|\bwaters?\s+(?:have\s+|has\s+|just\s+)?(?:broken|broke|breaking)|\bfluid\s+is\s+leaking\b|\bwater\s+just\s+broke\b", r"\bgush\s+of\s+(?:fluid|water)\b|\bleaking\s+fluid\b|물\s*같은\s*(?:게|것이)\s*(?:계속\s*)?(?:흘|새|나와)"],
+    "waters_broken": [r"\bfluid\s+(?:trickling|leaking|running|dripping)\b|속옷이\s*(?:계속\s*)?(?:물에\s*)?젖", r"\bgush\s+of\s+(?:\w+\s+)?(?:fluid|water)\b|맑은\s*물\s*같은\s*(?:게|것이)", r"양수(?:가)?.{0,8}(?:터|새|흘|나와|나오)|물이\s*(?:주르륵|줄줄)|\bwaters?\s+(?:have\s+|has\s+|just\s+)?(?:broken|broke|breaking)|\bfluid\s+is\s+leaking\b|\bwater\s+just\s+broke\b", r"\bgush\s+of\s+(?:fluid|water)\b|\bleaking\s+fluid\b|물\s*같은\s*(?:게|것이)\s*(?:계속\s*)?(?:흘|새|나와)"],
     "one_sided_pelvic_pain": [
         r"(?:한쪽|오른쪽|왼쪽)\s*(?:아랫)?배(?:를|가)?.{0,12}(?:아프|아파|통증|찢어질|움켜|stabbing)|한쪽\s*배가?\s*(?:넘|너무)?\s*아프",
         r"\b(?:one[- ]sided|one\s+side|left\s+side|right\s+side|on\s+my\s+(?:left|right)\s+side)\b.{0,30}\b(?:pain|cramp\w*)|\bpain\b.{0,20}\b(?:on\s+one\s+side|low\s+down\s+on\s+one\s+side|one\s+side)\b|\bdoubled\s+over\b",
@@ -381,7 +383,7 @@ SIGNS: dict[str, list[str]] = {
     ],
     "contractions": [r"규칙적으로\s*배가?\s*뭉치|배가?\s*(?:딱딱하게\s*)?뭉치고\s*아파|\bregular\s+(?:painful\s+)?(?:tightenings|contractions)\b"],
     "postpartum": [r"출산(?:하고|한\s*지|\s*후)|제왕절개|낳은\s*지|\bgave\s+birth\b|\bgiving\s+birth\b|\bafter\s+(?:my\s+)?(?:c-?section|delivery)\b|\bc-?section\b"],
-    "others_medicine": [
+    "others_medicine": [r"\b(?:chewed|swallowed|ate|got\s+into)\b.{0,15}\b(?:some\s+of\s+)?(?:my|our)\s+(?:\w+\s+){0,2}(?:pills|tablets|meds|medicine)\b", 
         r"(?:할머니|할아버지|엄마|아빠|어른|부모님?|언니|오빠|형|누나)\s*(?:의\s*)?(?:약|혈압약|당뇨약|수면제|진통제|알약|심장약|우울증약)(?:을|를)?.{0,8}(?:먹|삼키|삼켰|씹)",
         r"\b(?:got\s+into|swallowed|ate|chewed|eaten|had)\b.{0,20}\b(?:grand\w+|nan|gran|mum|mom|dad|mummy|daddy)(?:'?s)?\b.{0,25}\b(?:pills|tablets|meds|medicine|capsules)\b",
     ],
@@ -394,23 +396,23 @@ SIGNS: dict[str, list[str]] = {
     "fruity_breath": [r"과일\s*냄새|아세톤\s*냄새|단\s*냄새가?\s*(?:나|입)|\bfruity\s+breath\b|\bbreath\b.{0,20}\b(?:smells?\s+(?:fruity|sweet|like\s+(?:nail\s+polish|pear\s+drops|acetone)))|\bbreath\s+smells?\s+fruity\b"],
     "ketones": [r"케톤|\bketones?\b|\bketoacidosis\b|\bdka\b"],
     "hypo_word": [r"저혈당|\bhypo\b|\bhypoglyc\w*|\blow\s+(?:blood\s+)?sugar\b|\bsugar\s+is\s+(?:really\s+)?low\b"],
-    "cannot_swallow": [r"(?:못|안)\s*삼키|삼키지(?:를)?\s*못|삼키기(?:가)?\s*힘|\b(?:can'?t|cannot|cant|unable\s+to)\s+swallow\b|\bcan'?t\s+삼키|\bcan'?t\s+swallow\b"],
+    "cannot_swallow": [r"\bwon'?t\s+swallow\b|(?:못|안)\s*삼켜", r"(?:못|안)\s*삼키|삼키지(?:를)?\s*못|삼키기(?:가)?\s*힘|\b(?:can'?t|cannot|cant|unable\s+to)\s+swallow\b|\bcan'?t\s+삼키|\bcan'?t\s+swallow\b"],
     "vomiting": [r"토하|토해|토했|토함|토를|구토|게워|토\s*쏠|\bvomit\w*|\bthrowing\s+up\b|\bthrew\s+up\b|\bpuk\w*|\bbeing\s+sick\b|\bbeen\s+sick\b", r"구토(?:를)?\s*멈출\s*수"],
     "drowsy": [
         r"졸려|졸리|잠들려|정신이?\s*(?:몽롱|흐려|흐릿|가물|없)|의식이\s*흐|처지셨|축\s*처|멍해|말이?\s*(?:잘\s*)?(?:못|어눌)|깨워도|잘\s*안\s*일어|반응이\s*(?:약|없)",
         r"\bdrows\w*|\bsleepy\b|\bout\s+of\s+it\b|\bfoggy\b|\bbarely\s+respond\w*|\bhard\s+to\s+wake\b|\bcan'?t\s+wake\b|\bslurring\b|\bnot\s+making\s+sense\b|\bconfused\b|\bfloppy\b|\bunresponsive\b|\bout\s+of\s+it\b|\bnodding\s+off\b",
     ],
     "deep_breathing": [r"숨을\s*(?:깊고\s*빠르게|크게\s*몰아)|\bbreath\w*\s+(?:deep\s+and\s+fast|heavily)\b|\bdeep\s+(?:and\s+)?(?:fast|rapid)\s+breath"],
-    "abdominal_pain": [r"배(?:가|를)?.{0,10}(?:아프|아파|아퍼)|\b(?:belly|stomach|tummy|abdomen)\b.{0,20}\b(?:pain\w*|hurts?|ache|agony)|\bhurts?\b.{0,20}\b(?:belly|stomach|tummy)\b|복통|\b(?:belly|stomach|tummy|abdominal|abdomen)\s*(?:pain|ache|hurts?)|\bpain\b.{0,15}\b(?:belly|stomach|abdomen|tummy)\b"],
+    "abdominal_pain": [r"배(?:가|를)?.{0,10}(?:아프|아파|아퍼)|\b(?:belly|stomach|tummy|abdomen)\b.{0,20}\b(?:pain\w*|hurts?|ache|agony)|\bhurts?\b.{0,20}\b(?:belly|stomach|tummy)\b|복통|\b(?:belly|stomach|tummy|abdominal|abdomen)\s*(?:pain|ache|hurts?)|\bpain\b.{0,25}\b(?:belly|stomach|abdomen|tummy)\b"],
     # --- paediatric red flags (NICE NG143) ---
-    "floppy": [r"축\s*(?:늘어|처)|축처져|늘어져|\bfloppy\b|\blimp\b|\bunresponsive\b"],
-    "hard_to_wake": [r"깨워도|잘\s*안\s*깨|안깨요|눈도\s*잘\s*못\s*뜸|\bhard\s+to\s+wake\b|\bwon'?t\s+wake\b|\bwont\s+wake\b|\bbarely\s+opens?\b|\bnot\s+(?:really\s+)?responding\b"],
-    "no_wet_nappies": [r"기저귀(?:가)?.{0,12}(?:말라|안\s*젖|안젖|마른)|소변을?\s*한\s*번도\s*안|\bno\s+wet\s+(?:nappies|diapers)\b|\b(?:hasn'?t|not)\s+(?:peed|wee'?d)\b|\bdry\s+(?:nappies|diapers)\b", r"\bhasn'?t\s+had\s+a\s+wet\s+(?:nappy|diaper)\b"],
-    "no_tears": [r"눈물이?\s*(?:안\s*나|없)|\bno\s+tears\b|\bwithout\s+tears\b"],
+    "floppy": [r"흐물흐물|축\s*쳐지|\blimp\b", r"축\s*(?:늘어|처)|축처져|늘어져|\bfloppy\b|\blimp\b|\bunresponsive\b"],
+    "hard_to_wake": [r"\b(?:hard|difficult|impossible)\s+to\s+rouse\b|\b(?:won'?t|can'?t)\s+rouse\b|깨우기(?:가)?\s*(?:힘들|어려)", r"\bcan\s+(?:hardly|barely)\s+wake\b|\bcan'?t\s+keep\s+(?:him|her|them)\s+awake\b|깨어\s*있게\s*할\s*수(?:가)?\s*없", r"깨워도|잘\s*안\s*깨|안깨요|눈도\s*잘\s*못\s*뜸|\bhard\s+to\s+wake\b|\bwon'?t\s+wake\b|\bwont\s+wake\b|\bbarely\s+opens?\b|\bnot\s+(?:really\s+)?responding\b"],
+    "no_wet_nappies": [r"\bno\s+wees?\b|\bhasn'?t\s+(?:had\s+a\s+)?wee'?d?\b|\bbarely\s+any\s+wet\s+(?:nappies|diapers)\b|(?:아침|어제)부터\s*소변(?:을|이)?\s*안", r"\bno\s+wet\s+(?:nappy|diaper)\b|\bnappies?\s+(?:have\s+been|are)\s+dry\b", r"기저귀(?:가)?.{0,12}(?:말라|안\s*젖|안젖|마른)|소변을?\s*한\s*번도\s*안|\bno\s+wet\s+(?:nappies|diapers)\b|\b(?:hasn'?t|not)\s+(?:peed|wee'?d)\b|\bdry\s+(?:nappies|diapers)\b", r"\bhasn'?t\s+had\s+a\s+wet\s+(?:nappy|diaper)\b"],
+    "no_tears": [r"\bsunken\s+eyes\b|\beyes\s+(?:look\s+)?sunken\b|눈이\s*(?:쑥\s*)?들어가", r"눈물이?\s*(?:안\s*나|없)|\bno\s+tears\b|\bwithout\s+tears\b"],
     "grunting": [r"끙끙|그렁|\bgrunt\w*\b"],
     "green_vomit": [r"초록색\s*토|녹색\s*토|\bgreen\b.{0,10}\b(?:vomit|bile|sick)\b|\bvomiting\s+green\b"],
-    "high_pitched_cry": [r"날카롭게\s*(?:계속\s*)?울|달래지지\s*않|\bhigh[- ]pitched\s+(?:continuous\s+)?cry\w*"],
-    "not_feeding": [r"젖을\s*안\s*먹|(?:분유|우유)를?\s*안\s*먹|잘\s*안\s*먹|\bnot\s+feeding\b|\bisn'?t\s+feeding\b|\bwon'?t\s+feed\b"],
+    "high_pitched_cry": [r"\b(?:high|weak|shrill)\s+(?:weak\s+|high\s+)?(?:cry|crying|wail\w*)\b|\b(?:constant|continuous)\s+(?:moaning\s+)?cry\w*|\bmoaning\s+cry\b|힘없이.{0,10}울|높은\s*소리로\s*(?:계속\s*)?울|앓는\s*소리로\s*울", r"\b(?:shrill|high)\s+cry\w*|\b(?:weird|strange|odd)\s+high\s+cry\b|째지는\s*(?:소리|울음)", r"날카롭게\s*(?:계속\s*)?울|달래지지\s*않|\bhigh[- ]pitched\s+(?:continuous\s+)?cry\w*"],
+    "not_feeding": [r"젖병(?:을|도)?\s*(?:안|못)\s*빨", r"\bhasn'?t\s+(?:fed|had\s+a\s+feed|had\s+(?:any\s+)?milk|drunk\s+anything)\s+(?:since|for|all)\b|\brefused\s+(?:every|all|each)\s+feeds?\b|\bonly\s+(?:taken|took|had|drunk|drank)\s+\d+\s*(?:oz|ml)\b|\b(?:won'?t|isn'?t|not)\s+drink(?:ing)?\b|\btoo\s+sleepy\s+to\s+feed\b|(?:아침|어제|하루\s*종일).{0,8}(?:수유를?\s*)?(?:다\s*)?(?:안\s*먹|거부)|\d+\s*(?:ml|cc)\s*밖에\s*안\s*먹|물도\s*안\s*마셔|입에도\s*안\s*대|먹지도\s*못", r"\bbarely\s+(?:taken|had|drunk|drank)\s+(?:any\s+)?(?:milk|feeds?|formula)\b|\brefus\w*\s+(?:the|her|his|every)\s+(?:bottle|breast|feeds?)\b|\bnot\s+interested\s+in\s+(?:feeding|feeds|milk)\b|(?:분유|우유|젖)(?:를|을)?\s*거의\s*안|젖병(?:을)?\s*(?:계속\s*)?거부|수유(?:를)?\s*안\s*하|젖(?:을)?\s*(?:전혀\s*)?안\s*물", r"젖을\s*안\s*먹|(?:분유|우유)를?\s*안\s*먹|잘\s*안\s*먹|\bnot\s+feeding\b|\bisn'?t\s+feeding\b|\bwon'?t\s+feed\b"],
     "pale_unresponsive": [r"창백하고\s*(?:잘\s*)?반응|\bpale\b.{0,20}\bnot\s+(?:really\s+)?respond\w*|\bwon'?t\s+smile\b|웃지도\s*않|눈을\s*맞추지"],
     # --- carbon monoxide (NHS) ---
     "co_source": [
@@ -419,14 +421,14 @@ SIGNS: dict[str, list[str]] = {
         r"연기를?\s*(?:많이\s*)?(?:마신|마셨|들이마)|\bbreathed\s+in\s+(?:a\s+lot\s+of\s+)?smoke\b|\bsmoke\s+inhalation\b",
         r"co\s*(?:알람|경보)",
     ],
-    "co_symptom": [
+    "co_symptom": [r"\bpounding\s+head\w*|\bheads?\s+(?:are\s+|were\s+)?pounding\b", 
         r"두통|머리(?:가)?\s*(?:아프|아파|지끈|깨질)|어지러|어지럽|토해|토하|토함|메스꺼|구역|졸려|잘\s*안\s*깨|헛소리|정신이\s*멍|쓰러질|속이\s*메스",
         r"\bheadache\w*|\bhead\s+is\s+(?:throbbing|killing)|\bdizz\w*|\bnause\w*|\bvomit\w*|\bthrowing\s+up\b|\bsick\b|\bsleepy\b|\bdrowsy\b|\bhard\s+to\s+wake\b|\bconfused\b|\bfaint\b|\bpukey\b|\bheadachy\b",
     ],
     "many_ill": [r"가족(?:들이|\s*모두)|식구들이|온\s*가족|온가족|다\s*같이|다들|모두|우리\s*다|\bwhole\s+family\b|\beveryone\b|\bwe\s+all\b|\bthe\s+kids\s+all\b|\bme\s+and\s+the\s+kids\b|\bfamily\s+all\b|\bfamly\b"],
     "sealed_room": [r"창문(?:을)?\s*(?:다\s*)?(?:막|닫고|테이프)|밀폐|\bwindows?\s+sealed\b|\bsealed\b|\btaped\b"],
     # --- burns (NHS, British Burn Association) ---
-    "burn": [r"화상|데었|데엇|데어|데였|덴\s|데인|탔어|익은\s*듯|감전|\bburnt\b|\bburned\b|\bburnin?g?\s+like\b|\bscald\w*|\bburns?\s+(?:on|to|from|mark)\b|\ba\s+(?:large\s+|big\s+)?(?:white\s+)?(?:blistered\s+)?burn\b|\bburn\s+(?:mark|injury|blister|on)\b|\belectric\s+shock\b|\bgot\s+a\s+shock\b|\bsingeing\b|\bsinged\b|\bburn\b(?!s)",
+    "burn": [r"\bmug\s+of\s+(?:hot\s+)?(?:tea|coffee)\b|\bpan\s+of\s+boil\w*|\bboilin\b|익음|익었|뜨거운\s*국", r"\bkettle\b.{0,30}\b(?:over|spilt|spilled|scald\w*|boiling)\b|\b(?:pulled|knocked)\s+(?:a|the)\s+kettle\b|주전자(?:를|가)?\s*(?:엎|쏟|넘어)", r"\bhot\s+fat\b|\bfat\s+(?:went|spilled|splashed)\b", r"화상|데었|데엇|데어|데였|덴\s|데인|탔어|익은\s*듯|감전|\bburnt\b|\bburned\b|\bburnin?g?\s+like\b|\bscald\w*|\bburns?\s+(?:on|to|from|mark)\b|\ba\s+(?:large\s+|big\s+)?(?:white\s+)?(?:blistered\s+)?burn\b|\bburn\s+(?:mark|injury|blister|on)\b|\belectric\s+shock\b|\bgot\s+a\s+shock\b|\bsingeing\b|\bsinged\b|\bburn\b(?!s)",
              r"끓는\s*물|뜨거운\s*(?:물|기름|커피|국물|라면)|기름이?\s*튀|불이?\s*(?:옷에\s*)?(?:옮겨|붙)|\bboiling\s+water\b|\bhot\s+(?:oil|water|coffee|soup|tea)\b|\bclothes\s+caught\s+fire\b|\bhouse\s+fire\b|\bfirework\b",
              r"(?<![가-힣])산(?:이)?.{0,8}(?:쏟|튀)|\b(?:industrial|battery|hydrochloric|sulph?uric)\s+acid\b|\bacid\b.{0,15}\b(?:spill\w*|splash\w*)|\b(?:spill\w*|splash\w*)\b.{0,20}\bacid\b|\bdrain\s+cleaner\b|(?:락스|세제|표백제).{0,10}튀|\bhot\s+(?:\w+\s+)?(?:soup|water|oil|coffee|tea|drink)\b|\bsocket\b|콘센트", r"\bburnd\b|\bgrease\s+fire\b|\bscald\b"],
     "burn_severe": [
@@ -435,7 +437,7 @@ SIGNS: dict[str, list[str]] = {
         r"물집(?:이)?\s*(?:커|장난|엄청|넓)|\bblisters?\s+(?:are\s+)?huge\b|blister\S*\s*(?:가)?\s*엄청|두\s*다리|넓게|다\s*익|\bblistred\b|\bpeeling\b",
     ],
     # --- acute abdomen (NHS stomach ache, testicular torsion) ---
-    "abdomen_severe": [
+    "abdomen_severe": [r"\bmore\s+when\s+i\s+let\s+go\b|배가?\s*(?:갑자기\s*)?(?:너무|진짜)\s*아파서\s*(?:못\s*)?(?:움직|숨)", r"\bhard\s+as\s+a\s+board\b", 
         r"배(?:가|를)?.{0,10}(?:칼로\s*찌르|찢어질|판자|돌처럼|딱딱|터질|뒹굴)|배가?\s*(?:너무|진짜)\s*아파서\s*(?:움직|숨)|극심한\s*복통|복통이\s*심|배를?\s*움켜",
         r"누르면\s*아프고\s*(?:손을\s*)?뗄\s*때\s*더|방귀(?:도)?\s*안\s*나|방구도\s*안나|명치부터\s*등까지.{0,10}찢어",
         r"\b(?:belly|abdomen|stomach|tummy)\b.{0,25}\b(?:rigid|hard\s+as\s+a\s+rock|like\s+a\s+board|rock\s+hard|agony|off\s+the\s+charts)\b|\b(?:rigid|board-like)\s+(?:belly|abdomen)\b",
@@ -447,18 +449,18 @@ SIGNS: dict[str, list[str]] = {
     "testicular": [
         r"\b(?:one\s+of\s+)?(?:his|my)\s+(?:balls?|nuts)\b|불알|\bball\s*sack\b",r"고환|\btestic\w*|\btesticle\b"],
     "sudden": [
-        r"갑자기|방금|돌연|별안간|몇\s*분\s*전|확\s*왔|\bsudden\w*|\bsudenly\b|\ball\s+of\s+a\s+sudden\b|\bout\s+of\s+nowhere\b|\bjust\s+now\b|\bminutes?\s+ago\b|\binstantly\b",
+        r"갑자기|방금|돌연|별안간|몇\s*분\s*전|\d+\s*분\s*전|확\s*왔|\bsudden\w*|\bsudenly\b|\ball\s+of\s+a\s+sudden\b|\bout\s+of\s+nowhere\b|\bjust\s+now\b|\bminutes?\s+ago\b|\binstantly\b",
     ],
     "chemical_eye": [r"\b(?:bleach|chemicals?|detergent|cleaner|acid|lye|caustic)\b.{0,30}\b(?:splash\w*|spray\w*|got)\b.{0,25}\beyes?\b|눈에\s*(?:세제|락스|약품|화학)|(?:세제|락스|표백제).{0,10}눈에|\b(?:bleach|chemical|detergent|cleaner)\b.{0,15}\b(?:in|into)\s+my\s+eye"],
     "dizzy": [r"어지러|어지럽|현기증|핑\s*돌|\bdizz\w*|\blight-?headed\b|\bfaint\b|\bweak\b|기운이\s*없"],
     "trauma": [r"교통사고|넘어졌|넘어지|떨어졌|부딪|사고(?:가)?\s*났|\baccident\b|\bfell\b|\bcrash\w*|\bbump(?:ed)?\b|\bhit\s+by\b"],
     "diabetic": [r"당뇨|1형|2형|\bdiabet\w*|\btype\s*[12]\b|\bt1d\b|\binsulin\b|인슐린"],
-    "allergen": [
+    "allergen": [r"(?:캐슈|호두|아몬드|피스타치오|마카다미아|잣)\S{0,6}\s*(?:\S+\s+)?(?:먹고|먹었|먹은|삼키)", r"\bsatay\b|\bpeanut\s+(?:sauce|butter)\b", 
         r"(?:땅콩|견과|새우|게|갑각류|계란|달걀|우유|밀가루|복숭아|키위|해산물|조개|메밀|조영제|항생제|페니실린|주사|약|shrimp|peanuts?|nuts?|egg|milk)\S{0,6}\s*(?:\S+\s+)?(?:먹고|먹었|먹은|맞고|맞은|드시고|삼키)|벌에?\s*쏘|알레르기",
         r"\b(?:ate|eating|eaten|after)\b.{0,25}(?:\b(?:peanuts?|nuts?|cashews?|walnuts?|shrimp|prawns?|shellfish|egg|milk|kiwi|sesame|seafood|crab)\b|땅콩|새우|계란|견과)|\b(?:stung|sting)\b|\ballerg\w*|\bcontrast\s+dye\b|\binjection\b|\bnew\s+(?:pill|medicine|medication)\b|\bepi-?pen\b",
     ],
-    "face_swelling": [r"(?:입술|혀|목구멍|얼굴|(?<![가-힣])눈|입안|입\s*주변)(?:이|가|과|이랑|도)?.{0,6}(?:부어|붓|부풀|퉁퉁|두꺼워)|목이\s*(?:막히|막힌|조여|조이)|\b(?:lips?|tongue|throat|face|eyes)\b.{0,15}\b(?:swell\w*|swollen|puffy|thick)\b|\bpuffy\s+(?:lips|eyes|face)\b"],
-    "wheeze": [r"쌕쌕|\bwheez\w*|\bcough\w*\b|기침|\bhoarse\b|목소리가?\s*(?:쉬|변)|\bbp\s+dropped\b|\bblood\s+pressure\s+dropped\b|혈압이\s*떨어"],
+    "face_swelling": [r"\bswollen\s+(?:lips?|tongue|face|throat)\b", r"\b(?:lips?|tongue|face|eyes)\b.{0,20}\b(?:gone|going|are|is)\s+(?:huge|massive|enormous)\b|\b(?:lips?|tongue|face)\b.{0,15}\b(?:blown\s+up|ballooned)\b", r"(?:입술|혀|목구멍|얼굴|(?<![가-힣])눈|입안|입\s*주변)(?:이|가|과|이랑|도)?.{0,6}(?:부어|붓|부풀|퉁퉁|두꺼워)|목이\s*(?:막히|막힌|조여|조이)|\b(?:lips?|tongue|throat|face|eyes)\b.{0,15}\b(?:swell\w*|swollen|puffy|thick)\b|\bpuffy\s+(?:lips|eyes|face)\b"],
+    "wheeze": [r"\bvoice\s+(?:sounds|is|has\s+gone)\s+(?:weird|strange|funny|different|croaky)\b|목소리가?\s*이상", r"쌕쌕|\bwheez\w*|\bcough\w*\b|기침|\bhoarse\b|목소리가?\s*(?:쉬|변)|\bbp\s+dropped\b|\bblood\s+pressure\s+dropped\b|혈압이\s*떨어"],
     "rlq_pain": [r"오른쪽\s*아랫배|\blower\s+right\b|\bright\s+lower\b|걸을\s*때\s*(?:울려|아파)|\bhurts\s+to\s+walk\b|배꼽\s*(?:주변|근처)에서\s*시작|\bbelly\s+button\b"],
     "distension": [r"배가?\s*(?:빵빵|부풀|부어|불러)|\b(?:belly|stomach|tummy|abdomen)\b.{0,20}\b(?:swollen|bloated|distended)\b|\bbloated\b"],
     "post_surgery": [r"수술(?:한|받은)?\s*(?:지|후)|\bafter\s+(?:my\s+)?surgery\b|\bdays\s+after\s+surgery\b|\bpost-?op\b"],
@@ -477,6 +479,9 @@ SIGNS: dict[str, list[str]] = {
         r"\bpain\w*|\bhurts?\b|\bache\w*|\bfever\b|\bdizz\w*|\bvomit\w*|\bbreath\w*|\bnumb\w*|\bswell\w*|\bswollen\b|\bbleed\w*|\bcough\w*|\bdiarr\w*|\bheadache\b|\brash\b|\bitch\w*|\bshak\w*|\bfaint\w*|\bnause\w*|\bsore\b|\bweak\w*",
     ],
 }
+
+
+SIGNS.update(SIGNS_INDIRECT)
 
 
 @lru_cache(maxsize=1)
