@@ -465,6 +465,35 @@ def eval_cmd(out: Path = typer.Option(Path("eval-out"), help="Directory for the 
     typer.echo(f"report: {result['report']} ({result['turns']} turns this run, {result['pending']} left)")
 
 
+@bench_app.command("verify")
+def bench_verify_cmd(dataset: list[Path] = typer.Option(None, "--dataset", help="Labelled JSONL (repeatable); default: the shipped verify_*_dev.jsonl."),
+                     backend: str = typer.Option("offline", help="offline, endpoint or judge."),
+                     calibration: str = typer.Option("shipped", help="shipped, prior (untuned) or a parameters file."),
+                     fit_out: Path = typer.Option(None, "--fit", help="Fit the calibration on the datasets and write it here."),
+                     cache: Path = typer.Option(None, help="Endpoint replies cache (JSONL)."),
+                     figure: Path = typer.Option(None, help="Write the reliability diagram PNG here."),
+                     as_json: bool = typer.Option(False, "--json")) -> None:
+    """Faithfulness checker: AUC, balanced accuracy and Brier score on labelled sentences."""
+    from bot.bench.verify import bench_verify, default_datasets
+
+    try:
+        out = bench_verify(list(dataset) if dataset else default_datasets(), backend, calibration,
+                           fit_out, cache, figure, progress=not as_json)
+    except (ValueError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2)
+    if as_json:
+        typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    o = out["overall"]
+    typer.echo(f"{backend} on {o['n']} items: AUC {o['auc']}, balanced accuracy {o['balanced_accuracy']} "
+               f"at {out['floor']}, Brier {o['brier']}")
+    for lang, f in out["per_language"].items():
+        typer.echo(f"  {lang}: AUC {f['auc']}, balanced accuracy {f['balanced_accuracy']}, Brier {f['brier']} (n={f['n']})")
+    for e, f in out["per_error"].items():
+        typer.echo(f"  error {e}: flagged {f['flagged']}, AUC vs supported {f['auc_vs_supported']} (n={f['n']})")
+
+
 @bench_app.command("llm")
 def bench_llm_cmd(model: str = typer.Option("qwen2.5-coder-1.5b", help="A known model name or a GGUF path."),
                   repeat: int = typer.Option(3, help="Timed requests per setting."),
