@@ -431,6 +431,8 @@ def eval_cmd(out: Path = typer.Option(Path("eval-out"), help="Directory for the 
              retention: bool = typer.Option(True, help="Also run the 15-turn retention scenario."),
              flag: list[str] = typer.Option([], help="Feature flag NAME=VALUE for every condition (repeatable)."),
              judge: bool = typer.Option(True, help="Judge metrics when an endpoint is configured."),
+             judge_metric: list[str] = typer.Option(["faithfulness", "answer_relevance", "context_precision"],
+                                                    help="Judge metric to compute (repeatable)."),
              synthea: Optional[Path] = typer.Option(None, help="Synthea CSV export (default ../shared/data/synthea)."),
              index: Optional[Path] = typer.Option(None, help="Knowledge index (default: the bundled corpus)."),
              report_only: bool = typer.Option(False, help="Only rebuild the report from --out.")) -> None:
@@ -448,7 +450,8 @@ def eval_cmd(out: Path = typer.Option(Path("eval-out"), help="Directory for the 
     _check_index(index)
     cfg = EvalConfig(out=out, synthea=synthea or DEFAULT_SYNTHEA, patients=patients, turns=turns,
                      langs=list(lang), seed=seed, modes=list(mode), ablation=ablation,
-                     retention=retention, flags=_parse_flags(flag), judge=judge, index=index)
+                     retention=retention, flags=_parse_flags(flag), judge=judge,
+                     judge_metrics=list(judge_metric), index=index)
     settings = get_settings()
     if "llm" in cfg.modes and not settings.llm_configured:
         typer.echo("note: the llm mode needs an LLM endpoint (OPENAI_BASE_URL and LLM_MODEL, e.g. "

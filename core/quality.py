@@ -1,6 +1,12 @@
-"""Answer quality for self-refine (SPEC.md §3.4).
+"""Answer quality for self-refine (SPEC.md §3.4, refined by §11 "Verification").
 
-LLM judge: ``overall = 0.4·grounding + 0.3·completeness + 0.3·accuracy``.
+Checker (what the agent uses): ``overall = 0.3·length + 0.4·grounding + 0.3·personalization``,
+the heuristic's formula below with its citation term replaced by ``grounding``, the share of
+the answer's claims that the calibrated checker supports (:mod:`core.verification`; 0 for an
+answer with no claim). The separate LLM judge prompt is gone: the checker's one verification
+call (or its offline back end) is the judge.
+
+LLM judge (kept for reading old traces): ``overall = 0.4·grounding + 0.3·completeness + 0.3·accuracy``.
 Heuristic without a judge: ``overall = 0.3·length + 0.4·evidence + 0.3·personalization`` where
 ``length = min(1, answer tokens / 120)``, ``evidence`` = share of the top min(3, n) documents
 that the answer cites (0 with no documents), and ``personalization`` = share of the profile's
@@ -72,6 +78,35 @@ def parse_judge(text: str) -> QualityScore | None:
                         missing_info=_strings(data.get("missing_info")),
                         improvement_suggestions=_strings(data.get("improvement_suggestions")),
                         safety_concerns=_strings(data.get("safety_concerns")))
+
+
+def _length_personalization(answer: str, profile_terms: list[str]) -> tuple[float, float]:
+    length = min(1.0, count_tokens(answer) / 120.0)
+    if not profile_terms:
+        return length, 1.0
+    low = answer.lower()
+    hits = sum(1 for t in profile_terms if t.lower() in low)
+    return length, min(1.0, hits / min(2, len(profile_terms)))
+
+
+def checker_score(check: Any, answer: str, profile_terms: list[str],
+                  uncovered_terms: list[str]) -> QualityScore:
+    """The agent's quality score from the checker (formula in the module docstring).
+
+    Args:
+        check: a :class:`core.verification.Verification` of the answer as it will ship.
+        answer: the answer text.
+        profile_terms: the profile's condition and medication names.
+        uncovered_terms: profile names the question points at that no document mentions;
+            they become ``missing_info`` (the query rewrite adds them).
+    """
+    length, personalization = _length_personalization(answer, profile_terms)
+    grounding = check.supported_share if check.verdicts else 0.0
+    overall = 0.3 * length + 0.4 * grounding + 0.3 * personalization
+    missing = list(uncovered_terms) if grounding < 1.0 or uncovered_terms else []
+    return QualityScore(overall=round(overall, 4), method=f"checker:{check.backend}",
+                        grounding=round(grounding, 4), length=round(length, 4),
+                        personalization=round(personalization, 4), missing_info=missing)
 
 
 def heuristic_score(answer: str, n_docs: int, profile_terms: list[str],

@@ -22,6 +22,8 @@ from bot.eval.statistics import Estimate, Paired, mean_ci, paired
 # metric -> (label, where it comes from, needs the judge)
 METRICS: dict[str, tuple[str, str]] = {
     "faithfulness": ("Faithfulness (RAGAS)", "judge"),
+    "checker_mean_p": ("Faithfulness (checker: mean P(supported) per claim)", "checker"),
+    "checker_rejected_share": ("Shipped claims the checker rejects", "checker"),
     "answer_relevance": ("Answer relevance (RAGAS)", "judge"),
     "context_precision": ("Context precision (RAGAS)", "judge"),
     "perplexity": ("Perplexity of the answer", "logprobs"),
@@ -39,6 +41,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "llm_calls": ("LLM calls per turn", "cost"),
     "endpoint_prompt_tokens": ("Prompt tokens (endpoint)", "cost"),
     "endpoint_completion_tokens": ("Completion tokens (endpoint)", "cost"),
+    "endpoint_cached_tokens": ("Prompt tokens served from the server's cache", "cost"),
+    "endpoint_processed_tokens": ("Tokens processed (prompt not cached + completion)", "cost"),
     "prompt_tokens_cl100k": ("Prompt tokens (cl100k, budgeted)", "cost"),
     "cache_hit": ("Cache hit rate", "cost"),
     "refine_iterations": ("Refine iterations", "refine"),
@@ -75,6 +79,13 @@ def value(r: dict[str, Any], metric: str) -> float | None:
         v = usage.get("prompt_tokens") if usage.get("calls") else None
     elif metric == "endpoint_completion_tokens":
         v = usage.get("completion_tokens") if usage.get("calls") else None
+    elif metric == "endpoint_cached_tokens":
+        v = usage.get("cached_tokens") if usage.get("calls") else None
+    elif metric == "endpoint_processed_tokens":
+        v = (usage.get("prompt_tokens", 0) - (usage.get("cached_tokens") or 0)
+             + usage.get("completion_tokens", 0)) if usage.get("calls") else None
+    elif metric in ("checker_mean_p", "checker_rejected_share"):
+        v = (r.get("checker") or {}).get(metric.removeprefix("checker_"))
     elif metric == "hit_iteration_cap":
         reason = r.get("refine_stop_reason")
         v = None if reason is None else str(reason).startswith("max_iterations")

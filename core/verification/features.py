@@ -14,8 +14,9 @@ errors: Kryściński et al. 2020, arXiv:1910.12840; Laban et al. 2022, arXiv:211
 - **names**: ``concept_unmatched``, drugs and conditions of the sentence (the extractor's
   lexicon, UMLS CUIs, Korean and English names, plus English drug-name stems such as
   ``-pril``, ``-sartan``) that the evidence never names.
-- **negation**: ``negation_mismatch``, the parity of negation cues differs between the
-  sentence and its closest evidence sentence (a dropped or added "not", ``않``, ``없``).
+- **negation**: ``negation_mismatch``, a clause of the sentence and the evidence clause that
+  shares most of its content terms differ in negation (one has a cue such as "not", ``않``,
+  ``없``, ``못``, the other none): a dropped or added "not".
 - **modality**: ``hedge_dropped``, the closest evidence sentence hedges (``may``, ``some``,
   ``수 있``) and the sentence does not; ``absolute_added``, the sentence uses an absolute
   (``always``, ``will``, ``반드시``) that no evidence sentence uses.
@@ -53,7 +54,7 @@ _UNITS = {
     "°c": "°c", "도": "°c", "bpm": "bpm", "배": "fold",
 }
 _UNIT_RX = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
-_NUMBER = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?)\s*(" + _UNIT_RX + r")?(?![a-z])", re.I)
+_NUMBER = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:,\d{3})*(?:\.\d+)?)\s*(" + _UNIT_RX + r")?(?![a-z])", re.I)
 _WORD_NUMBERS = {
     "once": ("1", "times"), "twice": ("2", "times"), "thrice": ("3", "times"),
     "one": ("1", ""), "two": ("2", ""), "three": ("3", ""), "four": ("4", ""), "five": ("5", ""),
@@ -186,6 +187,32 @@ def negations(text: str) -> int:
     return len(_NEG_EN.findall(text)) + len(_NEG_KO.findall(text))
 
 
+_CLAUSE = re.compile(r"[,;:]\s+|(?<=[고며])\s+|(?<=지만|으나|는데|어서|아서)\s+"
+                     r"|\s+(?:but|while|although|though|whereas|and)\s+", re.I)
+
+
+def clauses(text: str) -> list[str]:
+    """``text`` cut at commas, semicolons, contrastive words and Korean connective endings
+    (``-고``, ``-며``, ``-지만``); pieces without a content term are dropped."""
+    return [c for c in _CLAUSE.split(text) if c and terms(c)]
+
+
+def negation_mismatch(sentence: str, evidence: list[str]) -> bool:
+    """True when some clause of ``sentence`` and its best-matching evidence clause (most shared
+    content terms, at least two) differ in whether they carry a negation cue."""
+    ev = [c for s in evidence for c in clauses(s)]
+    for mine in clauses(sentence):
+        t = terms(mine)
+        best, shared = None, 1
+        for c in ev:
+            n = len(t & terms(c))
+            if n > shared:
+                best, shared = c, n
+        if best is not None and (negations(mine) > 0) != (negations(best) > 0):
+            return True
+    return False
+
+
 def hedged(text: str) -> bool:
     """True when ``text`` has a hedge or qualifier (``may``, ``some``, ``수 있``)."""
     return bool(_HEDGE.search(text))
@@ -236,7 +263,7 @@ def extract(sentence: str, evidence: list[str], embed: Embed | None,
         verbatim=_norm(sentence).rstrip(".") in _norm(joined),
         num_unmatched=unmatched, unit_mismatch=mismatched,
         concept_unmatched=concept_check(sentence, joined),
-        negation_mismatch=negations(sentence) % 2 != negations(best) % 2,
+        negation_mismatch=negation_mismatch(sentence, sents),
         hedge_dropped=hedged(best) and not hedged(sentence), absolute_added=absolute_added)
 
 
