@@ -76,6 +76,24 @@ def load_items(paths: list[Path]) -> list[dict[str, Any]]:
     return items
 
 
+def sample(items: list[dict[str, Any]], n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """A stratified sample of ``n`` items: the same share of every (dataset, language,
+    supported) cell, drawn with ``seed`` (by labels only, never by content). ``n`` ≥ the number
+    of items: all of them."""
+    if n >= len(items):
+        return items
+    rng = np.random.default_rng(seed)
+    cells: dict[tuple, list[int]] = {}
+    for i, it in enumerate(items):
+        cells.setdefault((it["dataset"], it["lang"], it["supported"]), []).append(i)
+    chosen: list[int] = []
+    for key in sorted(cells, key=str):
+        idx = cells[key]
+        k = max(1, round(n * len(idx) / len(items)))
+        chosen += sorted(rng.choice(idx, size=min(k, len(idx)), replace=False).tolist())
+    return [items[i] for i in sorted(chosen)]
+
+
 def auc(p: np.ndarray, y: np.ndarray) -> float | None:
     """Mann–Whitney AUC of P for label 1 over label 0 (ties ½); ``None`` without both."""
     pos, neg = p[y == 1], p[y == 0]
@@ -198,7 +216,7 @@ def score_endpoint(items: list[dict[str, Any]], model: cal.Calibration, embedder
     """The endpoint back end over every item (one call per item, cached by request)."""
     from core.verification.endpoint import (LOGIT_CLIP, TOP_LOGPROBS, boolean_odds, parse_verdicts, schema,
                                             verify_messages)
-    from core.verification.offline import OfflineChecker
+    from core.verification.offline import OfflineChecker, feature_vector
 
     offline = OfflineChecker(embedder)
     out = []
@@ -223,9 +241,7 @@ def score_endpoint(items: list[dict[str, Any]], model: cal.Calibration, embedder
         f = offline.features([claim], [it["evidence"]])[0]
         odds = row["odds"]
         v = offline.verdict(claim, f, [it["evidence"]], model, llm_logit=odds)
-        values = {"llm_logit": odds or 0.0, "llm_missing": float(odds is None)}
-        x = np.array([values[n] if n in values else f.vector((n,))[0] for n in model.features])
-        out.append(Scored(it, x, v.p))
+        out.append(Scored(it, feature_vector(model, f, offline.calibration, odds), v.p))
     return out
 
 
@@ -247,7 +263,7 @@ def score_judge(items: list[dict[str, Any]], llm: Any, embedder: Any, seed: int 
 
 def bench_verify(datasets: list[Path], backend: str, calibration: str = "shipped",
                  fit_out: Path | None = None, cache_path: Path | None = None,
-                 figure: Path | None = None, progress: bool = False) -> dict[str, Any]:
+                 figure: Path | None = None, progress: bool = False, n_sample: int = 0) -> dict[str, Any]:
     """Score ``datasets`` with ``backend`` and return the figures (see the module docstring).
 
     Args:
@@ -259,6 +275,7 @@ def bench_verify(datasets: list[Path], backend: str, calibration: str = "shipped
             figures are then in-sample; ``train`` extra needed).
         cache_path: endpoint replies cache (JSONL).
         figure: write the reliability diagram as a PNG here.
+        n_sample: score a stratified sample of this many items (:func:`sample`; 0: all).
     Raises:
         ValueError: unknown back end, or no endpoint configured for ``endpoint`` / ``judge``.
     """
@@ -268,6 +285,8 @@ def bench_verify(datasets: list[Path], backend: str, calibration: str = "shipped
     from core.embedding import E5Embedder
 
     items = load_items(datasets)
+    if n_sample:
+        items = sample(items, n_sample)
     embedder = E5Embedder()
     t0 = time.perf_counter()
     model = None

@@ -27,7 +27,9 @@ import numpy as np
 OFFLINE_FEATURES = ("cos_max", "lex", "novel", "verbatim", "num_unmatched", "unit_mismatch",
                     "concept_unmatched", "negation_mismatch", "hedge_dropped", "absolute_added",
                     "has_evidence")
-ENDPOINT_FEATURES = ("llm_logit", "llm_missing", *OFFLINE_FEATURES)
+ENDPOINT_FEATURES = ("llm_logit", "llm_missing", "offline_logit")
+"""The endpoint's model stacks the model's own log-odds on the offline model's logit (few
+parameters: the endpoint's labelled development run is small, each item costs a call)."""
 
 
 @dataclass
@@ -51,9 +53,13 @@ class Calibration:
     floor: float = 0.5
     trained_on: dict[str, Any] = field(default_factory=dict)
 
+    def logit(self, x: np.ndarray) -> float:
+        """b + Σ wᵢ·xᵢ for one feature vector (``features`` order)."""
+        return self.intercept + float(np.dot(np.asarray(self.coef), x))
+
     def probability(self, x: np.ndarray) -> float:
         """P(supported) for one feature vector (``features`` order)."""
-        z = self.intercept + float(np.dot(np.asarray(self.coef), x))
+        z = self.logit(x)
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
     def to_json(self) -> str:
@@ -82,8 +88,7 @@ _PRIOR_OFFLINE = dict(zip(OFFLINE_FEATURES, (12.0, 3.0, -0.3, 1.0, -2.5, -2.5, -
 PRIORS: dict[str, Calibration] = {
     "offline": Calibration("offline", OFFLINE_FEATURES, tuple(_PRIOR_OFFLINE.values()), -13.0),
     # the model's own log-odds, nothing else: P = P(true) / (P(true) + P(false))
-    "endpoint": Calibration("endpoint", ENDPOINT_FEATURES,
-                            (1.0, 0.0) + (0.0,) * len(OFFLINE_FEATURES), 0.0),
+    "endpoint": Calibration("endpoint", ENDPOINT_FEATURES, (1.0, 0.0, 0.0), 0.0),
 }
 
 

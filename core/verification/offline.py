@@ -61,8 +61,7 @@ class OfflineChecker:
                 llm_logit: float | None = None) -> SentenceVerdict:
         """One claim's calibrated verdict from its features (and the endpoint's log-odds)."""
         model = calibration or self.calibration
-        values = {"llm_logit": llm_logit or 0.0, "llm_missing": float(llm_logit is None)}
-        x = np.array([values[n] if n in values else f.vector((n,))[0] for n in model.features])
+        x = feature_vector(model, f, self.calibration, llm_logit)
         p = model.probability(x)
         supported = p >= model.floor
         missing = not supported and _missing_everywhere(claim.plain, documents)
@@ -82,6 +81,17 @@ class OfflineChecker:
         if self.embedder is None:
             out.note = "no embedder: lexical similarity stood in for the cosine"
         return out
+
+
+def feature_vector(model: cal.Calibration, f: Features, offline: cal.Calibration,
+                   llm_logit: float | None = None) -> np.ndarray:
+    """``model``'s inputs for one claim: offline features by name, the endpoint's log-odds
+    (``llm_logit``, 0 when absent, with ``llm_missing`` 1) and ``offline_logit``, the offline
+    model's logit of the same features."""
+    values = {"llm_logit": llm_logit or 0.0, "llm_missing": float(llm_logit is None)}
+    if "offline_logit" in model.features:
+        values["offline_logit"] = offline.logit(f.vector(offline.features))
+    return np.array([values[n] if n in values else f.vector((n,))[0] for n in model.features])
 
 
 def _missing_everywhere(sentence: str, documents: list[str]) -> bool:
