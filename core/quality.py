@@ -6,7 +6,7 @@ the answer's claims that the calibrated checker supports (:mod:`core.verificatio
 answer with no claim). The separate LLM judge prompt is gone: the checker's one verification
 call (or its offline back end) is the judge.
 
-LLM judge (kept for reading old traces): ``overall = 0.4·grounding + 0.3·completeness + 0.3·accuracy``.
+LLM judge (SPEC.md §3.4's original, replaced by the checker; :class:`QualityScore` keeps its fields): ``overall = 0.4·grounding + 0.3·completeness + 0.3·accuracy``.
 Heuristic without a judge: ``overall = 0.3·length + 0.4·evidence + 0.3·personalization`` where
 ``length = min(1, answer tokens / 120)``, ``evidence`` = share of the top min(3, n) documents
 that the answer cites (0 with no documents), and ``personalization`` = share of the profile's
@@ -16,7 +16,6 @@ profile is empty).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -43,41 +42,6 @@ class QualityScore:
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for the state and trace (``None`` fields dropped)."""
         return {k: v for k, v in asdict(self).items() if v is not None}
-
-
-def _unit(x: Any) -> float:
-    value = float(x)
-    if value != value:  # NaN
-        raise ValueError("NaN score")
-    return min(1.0, max(0.0, value))
-
-
-def _strings(x: Any) -> list[str]:
-    if isinstance(x, str):
-        return [x] if x.strip() else []
-    if isinstance(x, list):
-        return [str(i) for i in x if str(i).strip()]
-    return []
-
-
-def parse_judge(text: str) -> QualityScore | None:
-    """Parse the judge's JSON reply; ``None`` when it is malformed or lacks a score.
-
-    Accepts a bare object or one inside a Markdown code fence or surrounding prose.
-    """
-    match = re.search(r"\{.*\}", text, re.S)
-    if not match:
-        return None
-    try:
-        data = json.loads(match.group(0))
-        g, c, a = (_unit(data[k]) for k in ("grounding", "completeness", "accuracy"))
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-        return None
-    return QualityScore(overall=round(0.4 * g + 0.3 * c + 0.3 * a, 4), method="llm_judge",
-                        grounding=g, completeness=c, accuracy=a,
-                        missing_info=_strings(data.get("missing_info")),
-                        improvement_suggestions=_strings(data.get("improvement_suggestions")),
-                        safety_concerns=_strings(data.get("safety_concerns")))
 
 
 def _length_personalization(answer: str, profile_terms: list[str]) -> tuple[float, float]:
