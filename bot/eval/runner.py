@@ -388,8 +388,9 @@ def _judge(h: Harness, sc: Scenario, turn_idx: int, answer: str, doc_ids: list[s
 
 def rejudge_failed(h: Harness, scenarios: list[Scenario], path: Path) -> int:
     """Judge again, once, the recorded turns whose judge call failed (a reply cut off, the
-    endpoint down), without re-running the agent; ``turns.jsonl`` is rewritten atomically.
-    Returns how many records were re-judged."""
+    endpoint down), and judge the turns recorded without a judge (a run started with
+    ``--no-judge`` and resumed with it), without re-running the agent; ``turns.jsonl`` is
+    rewritten atomically. Returns how many records were (re-)judged."""
     if h.judge is None or not path.exists():
         return 0
     by_id, out, changed = {s.id: s for s in scenarios}, [], 0
@@ -401,10 +402,11 @@ def rejudge_failed(h: Harness, scenarios: list[Scenario], path: Path) -> int:
             continue
         j = r.get("judge") or {}
         sc = by_id.get(r["scenario"])
-        if j.get("judge_errors") and not j.get("rejudged") and sc is not None:
+        unjudged = "judge" not in r and r.get("answer") and not r.get("emergency")
+        if (unjudged or (j.get("judge_errors") and not j.get("rejudged"))) and sc is not None:
             idx = next(i for i, t in enumerate(sc.turns) if t.n == int(r["turn"]))
             r["judge"] = {**_judge(h, sc, idx, r["answer"], r["sources"]), "rejudged": True,
-                          "first_errors": j["judge_errors"]}
+                          "first_errors": j.get("judge_errors", "not judged when run")}
             line, changed = json.dumps(r, ensure_ascii=False, default=str), changed + 1
         out.append(line)
     if changed:
