@@ -132,7 +132,7 @@ def generate_answer(state: AgentState, svc: Services) -> dict[str, Any]:
     wants_value = (state.get("qtype") or {}).get("label") == "test_result"  # "what does my value mean"
     values = value_line(state.get("user_values") or [], lang) if picked and wants_value else ""
     answer = compose_answer(picked, numbers, lang, docs, profile_line, values)
-    return {**out, "answer": answer, "generator": "offline"}
+    return {**out, "answer": answer, "generator": "offline", "evidence_texts": [d["text"] for d in ev_docs]}
 
 
 def answer_call(svc: Services, messages: list[dict[str, str]], sink, mode: str):  # noqa: ANN001

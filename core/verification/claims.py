@@ -63,10 +63,22 @@ def _framing(sentence: str) -> bool:
     return any(low.startswith(p.lower()) for p in FRAMING_PREFIXES)
 
 
+_TRAILING_CITE = re.compile(r"[ \t]*(?:\[\d+(?:\s*[,;]\s*\d+)*\][ \t]*)+")
+
+
 def split_claims(answer: str) -> list[Claim]:
-    """The claims of ``answer`` in reading order (see the module docstring)."""
+    """The claims of ``answer`` in reading order (see the module docstring). A citation written
+    after the sentence's full stop (``... ankles. [1]``, the offline generator's quotes) belongs
+    to that sentence: its text then includes the marker, so a repair removes both."""
     out: list[Claim] = []
+    pos = 0
     for sentence in split_sentences(answer):
+        at = answer.find(sentence, pos)
+        if at >= 0:
+            pos = at + len(sentence)
+            tail = _TRAILING_CITE.match(answer, pos)
+            if tail and tail.group(0).strip():
+                sentence, pos = answer[at:tail.end()].rstrip(), tail.end()
         plain = strip_citations(sentence)
         if not plain or not terms(plain) or _framing(plain) or plain.endswith(":"):
             continue
