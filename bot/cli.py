@@ -476,13 +476,15 @@ def bench_verify_cmd(dataset: list[Path] = typer.Option(None, "--dataset", help=
                      cache: Path = typer.Option(None, help="Endpoint replies cache (JSONL)."),
                      figure: Path = typer.Option(None, help="Write the reliability diagram PNG here."),
                      n_sample: int = typer.Option(0, "--sample", help="A stratified sample of N items (0: all)."),
+                     cached_only: bool = typer.Option(False, help="Endpoint: score only items already in --cache."),
                      as_json: bool = typer.Option(False, "--json")) -> None:
     """Faithfulness checker: AUC, balanced accuracy and Brier score on labelled sentences."""
     from bot.bench.verify import bench_verify, default_datasets
 
     try:
         out = bench_verify(list(dataset) if dataset else default_datasets(), backend, calibration,
-                           fit_out, cache, figure, progress=not as_json, n_sample=n_sample)
+                           fit_out, cache, figure, progress=not as_json, n_sample=n_sample,
+                           cached_only=cached_only)
     except (ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2)

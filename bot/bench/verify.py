@@ -212,8 +212,9 @@ class EndpointCache:
 
 
 def score_endpoint(items: list[dict[str, Any]], model: cal.Calibration, embedder: Any, llm: Any,
-                   cache: EndpointCache, progress: bool = False) -> list[Scored]:
-    """The endpoint back end over every item (one call per item, cached by request)."""
+                   cache: EndpointCache, progress: bool = False, cached_only: bool = False) -> list[Scored]:
+    """The endpoint back end over every item (one call per item, cached by request);
+    ``cached_only``: score only the items whose reply is already in the cache (no call)."""
     from core.verification.endpoint import (LOGIT_CLIP, TOP_LOGPROBS, boolean_odds, parse_verdicts, schema,
                                             verify_messages)
     from core.verification.offline import OfflineChecker, feature_vector
@@ -225,6 +226,8 @@ def score_endpoint(items: list[dict[str, Any]], model: cal.Calibration, embedder
         messages = verify_messages(answer_messages(it), claim.text, [claim], it["lang"])
         key = EndpointCache.key(llm.model, messages)
         row = cache.rows.get(key)
+        if row is None and cached_only:
+            continue
         if row is None:
             reply = llm.complete(messages, json_schema=schema(1), temperature=0.0, max_tokens=16,
                                  top_logprobs=TOP_LOGPROBS)
@@ -263,7 +266,8 @@ def score_judge(items: list[dict[str, Any]], llm: Any, embedder: Any, seed: int 
 
 def bench_verify(datasets: list[Path], backend: str, calibration: str = "shipped",
                  fit_out: Path | None = None, cache_path: Path | None = None,
-                 figure: Path | None = None, progress: bool = False, n_sample: int = 0) -> dict[str, Any]:
+                 figure: Path | None = None, progress: bool = False, n_sample: int = 0,
+                 cached_only: bool = False) -> dict[str, Any]:
     """Score ``datasets`` with ``backend`` and return the figures (see the module docstring).
 
     Args:
@@ -276,6 +280,7 @@ def bench_verify(datasets: list[Path], backend: str, calibration: str = "shipped
         cache_path: endpoint replies cache (JSONL).
         figure: write the reliability diagram as a PNG here.
         n_sample: score a stratified sample of this many items (:func:`sample`; 0: all).
+        cached_only: endpoint: only the items already in the cache (a partial run's figures).
     Raises:
         ValueError: unknown back end, or no endpoint configured for ``endpoint`` / ``judge``.
     """
@@ -304,7 +309,8 @@ def bench_verify(datasets: list[Path], backend: str, calibration: str = "shipped
     if backend == "offline":
         scored = score_offline(items, model, embedder)  # type: ignore[arg-type]
     elif backend == "endpoint":
-        scored = score_endpoint(items, model, embedder, llm, EndpointCache(cache_path), progress)  # type: ignore[arg-type]
+        scored = score_endpoint(items, model, embedder, llm, EndpointCache(cache_path), progress,  # type: ignore[arg-type]
+                                cached_only)
     else:
         scored = score_judge(items, llm, embedder)
     floor = model.floor if model is not None else 0.5
