@@ -179,6 +179,16 @@ def _claims(records, conds, summary, comps) -> list[str]:
                      f"{'refuted' if ratio > 0.6 else 'supported'}: the agent costs ×{ratio:.1f} the plain model |")
     else:
         lines.append(f"| {CLAIMS[4][0]} | – | – | – | – | – | not measured (needs both modes at an endpoint) |")
+    proc = {c: [v for r in records if r["condition"] == c and (v := value(r, "endpoint_processed_tokens")) is not None]
+            for c in ("llm", "ai_agent")}
+    cached = {c: [v for r in records if r["condition"] == c and (v := value(r, "endpoint_cached_tokens")) is not None]
+              for c in ("llm", "ai_agent")}
+    if proc["llm"] and proc["ai_agent"]:
+        a, b = (sum(proc[c]) / len(proc[c]) for c in ("llm", "ai_agent"))
+        ca, cb = (sum(cached[c]) / len(cached[c]) if cached[c] else 0.0 for c in ("llm", "ai_agent"))
+        lines.append(f"| Tokens processed (prompt not served from the cache + completion) | {a:,.0f} tokens/turn "
+                     f"({ca:,.0f} cached) | {b:,.0f} tokens/turn ({cb:,.0f} cached) | ×{b / a:.2f} | – | – | "
+                     f"target ≤ ×3: {'met' if b / a <= 3 else 'missed'} |")
     return lines
 
 
@@ -214,7 +224,7 @@ def _other_claims(records, conds, meta: dict | None = None) -> list[str]:
         out.append(f"- **0.3 s on a cache hit**: measured {_est(lat)} ms over {len(hits)} hits.")
     calls = mean_ci([r.get("llm_calls") for r in agent])
     out.append(f"- **LLM calls per question 3.5 → 2.6**: measured {_est(calls)} calls per `ai_agent` turn "
-               "(answer, judge, rewrites; the compression job's summaries are counted apart).")
+               "(answer, verification, repair, rewrite; the compression job's summaries are counted apart).")
     capped = [value(r, "hit_iteration_cap") for r in agent if value(r, "hit_iteration_cap") is not None]
     reasons = Counter(str(r.get("refine_stop_reason") or "none").split(" ")[0] for r in agent)
     iters = max((r.get("refine_iterations") or 0) for r in agent)
