@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from core.retrieval.sentences import sentence_key
 from core.verification import calibration as cal
 from core.verification.claims import Claim, evidence_for, split_claims
 from core.verification.features import Features, concept_check, evidence_sentences, extract, number_checks
@@ -23,13 +24,18 @@ class OfflineChecker:
             lexical similarity only (the shipped calibration assumes e5, so scores are then
             less reliable and the verification's note says so).
         calibration: the model (default: the shipped ``offline`` one).
+        lookup: stored passage vectors by :func:`core.retrieval.sentences.sentence_key` (the
+            index's sentence vectors, the same e5 model): a sentence found there is not embedded
+            again (the offline answer's quotes and the evidence sentences always are).
     """
 
     backend = "offline"
 
-    def __init__(self, embedder: Any | None, calibration: cal.Calibration | None = None) -> None:
+    def __init__(self, embedder: Any | None, calibration: cal.Calibration | None = None,
+                 lookup: Any | None = None) -> None:
         self.embedder = embedder
         self.calibration = calibration or cal.load("offline")
+        self.lookup = lookup
 
     def features(self, claims: list[Claim], documents: list[str]) -> list[Features]:
         """The features of every claim against the documents it cites (one embedding batch)."""
@@ -49,12 +55,16 @@ class OfflineChecker:
     def _embed(self, claims: list[str], sents: list[str]):
         if self.embedder is None or not claims:
             return None
+        texts = [*claims, *sents]
         try:
-            vecs = self.embedder.embed_passages([*claims, *sents])
+            known = self.lookup([sentence_key(t) for t in texts]) if self.lookup is not None else {}
+            missing = list(dict.fromkeys(t for t in texts if sentence_key(t) not in known))
+            fresh = dict(zip(missing, self.embedder.embed_passages(missing))) if missing else {}
         except Exception as exc:  # the check must never cost the user the answer
             log.warning("verification: embedding failed, lexical similarity used: %s", exc)
             return None
-        return vecs[:len(claims)], dict(zip(sents, vecs[len(claims):]))
+        vecs = [known[k] if (k := sentence_key(t)) in known else fresh[t] for t in texts]
+        return np.stack(vecs[:len(claims)]), dict(zip(sents, vecs[len(claims):]))
 
     def verdict(self, claim: Claim, f: Features, documents: list[str],
                 calibration: cal.Calibration | None = None, llm: float | None = None,
