@@ -67,6 +67,7 @@ class AgentState(TypedDict, total=False):
     answer_usage: dict[str, Any]  # the answer call's tokens: prompt, cached, completion, ms
     evidence_texts: list[str]  # the evidence as the prompt numbered it (citation order)
     stream_sink: Any  # optional: a function taking each text delta of the answer call
+    fallback_answer: str  # the offline extractive answer over the same evidence (if a repair empties the answer)
     compression: dict[str, Any]
     answer: str
     generator: str

@@ -273,3 +273,17 @@ def test_long_message_is_truncated_in_every_llm_request(tmp_path, default_index,
     assert len(reqs) >= 2  # the answer and the judge
     for body in reqs:
         assert "TAILMARKER" not in json.dumps(body, ensure_ascii=False), body["messages"][0]["content"][:80]
+
+
+def test_an_answer_with_no_supported_sentence_left_falls_back_to_the_quoted_evidence(tmp_path, default_index, server):
+    from core.llm.offline import FRAMING_PREFIXES
+
+    agent = llm_agent(tmp_path, default_index, server.base_url)
+    bad = "근력 운동은 절대 하지 마세요 [1]."
+    server.script_chat(bad, verified(False), json.dumps({"rewrites": [""]}))
+    reply = ask(agent, "llm:u6", GENERIC_Q)
+
+    assert bad not in reply.text
+    assert reply.text.startswith(FRAMING_PREFIXES[0])  # the offline answer's opening: quotes follow
+    assert "[1]" in reply.text and prompts.DISCLAIMER["ko"] in reply.text
+    assert any("stands in" in n for n in reply.trace["notes"])

@@ -110,4 +110,14 @@ def test_the_agent_drops_a_sentence_citing_no_document(tmp_path, default_index):
     assert "2. " + bad in check["messages"][-1]["content"]  # both sentences were judged
     # [9] names no document: it fails whatever the model said, and never ships
     assert good in reply.text and bad not in reply.text
-    assert reply.trace["verification"]["failed"] == 0
+    assert reply.trace["verification"]["failed"] == 1 and reply.trace["repair"]["dropped"] == 1
+
+
+def test_the_users_own_numbers_are_not_unsupported(embedder):
+    checker = OfflineChecker(embedder)
+    sentence = "Your blood pressure of 150/98 mmHg is above the target of 140/90 mmHg [1]."
+    doc = ["Other guidelines define hypertension as 140/90 mmHg or higher."]
+    without = checker.check(sentence, doc).verdicts[0]
+    with_user = checker.check(sentence, doc, "My blood pressure was 150/98 mmHg.").verdicts[0]
+    assert "a number the evidence does not state" in without.reasons and without.missing_evidence
+    assert with_user.p > without.p and "a number the evidence does not state" not in with_user.reasons

@@ -108,6 +108,8 @@ def generate_answer(state: AgentState, svc: Services) -> dict[str, Any]:
         return {**out, "answer": table.get(lang, table["en"]), "generator": "template"}
     if svc.llm is not None and state.get("pending_repair"):
         return {**out, **repair_with_evidence(state, svc, comp.docs[:n_docs], lang)}
+    if svc.llm is not None and state["mode"] == "ai_agent" and numbers:
+        out["fallback_answer"] = offline_answer(state, svc, sel, numbers, ev_docs, docs, lang)[0]
     if svc.llm is not None:
         try:
             reply = answer_call(svc, messages, state.get("stream_sink"), state["mode"])
@@ -125,14 +127,21 @@ def generate_answer(state: AgentState, svc: Services) -> dict[str, Any]:
     if state["mode"] == "llm":
         return {**out, "answer": _with_disclaimer(_NO_LLM_BASELINE.get(lang, _NO_LLM_BASELINE["en"]), lang),
                 "generator": "none", "sources": []}
+    answer, check = offline_answer(state, svc, sel, numbers, ev_docs, docs, lang)
+    out["verification"] = check
+    return {**out, "answer": answer, "generator": "offline", "evidence_texts": [d["text"] for d in ev_docs]}
+
+
+def offline_answer(state: AgentState, svc: Services, sel: Selection, numbers: dict[int, int],
+                   ev_docs: list[dict[str, Any]], docs: list[dict[str, Any]], lang: str) -> tuple[str, dict[str, Any]]:
+    """The offline extractive answer (:func:`core.llm.offline.compose_answer`) quoting only the
+    sentences the checker supports; returns it and the check for the state."""
     picked = [c for c in sel.take(MAX_SENTENCES, MAX_PER_DOC) if c.doc in numbers]
     picked, check = supported_quotes(svc, picked, numbers, ev_docs)
-    out["verification"] = check
-    profile_line = state.get("profile_summary", "") if sections.get("profile") else ""
+    profile_line = state.get("profile_summary", "") if state["sections"].get("profile") else ""
     wants_value = (state.get("qtype") or {}).get("label") == "test_result"  # "what does my value mean"
     values = value_line(state.get("user_values") or [], lang) if picked and wants_value else ""
-    answer = compose_answer(picked, numbers, lang, docs, profile_line, values)
-    return {**out, "answer": answer, "generator": "offline", "evidence_texts": [d["text"] for d in ev_docs]}
+    return compose_answer(picked, numbers, lang, docs, profile_line, values), check
 
 
 def answer_call(svc: Services, messages: list[dict[str, str]], sink, mode: str):  # noqa: ANN001
@@ -177,8 +186,10 @@ def repair_with_evidence(state: AgentState, svc: Services, new_docs: list[dict[s
     failed = Verification(pending["backend"], pending["floor"],
                           [SentenceVerdict(v["i"], v["sentence"], tuple(v["cited"]), v["p"], False)
                            for v in pending["failed"]])
+    from core.nodes.refine import user_context
+
     fixed = repair_call(svc.llm, pending["messages"], pending["answer"], failed, documents,  # type: ignore[arg-type]
-                        svc.checker(), lang, more_evidence=section)
+                        svc.checker(), lang, more_evidence=section, user_context=user_context(state))
     sources = list(state.get("sources") or [])
     sources += [{**src, "n": src["n"] + len(first)} for src in _sources(new_docs[:n])]
     return {"answer": _with_disclaimer(fixed.answer, lang), "generator": "llm", "answer_raw": fixed.answer,

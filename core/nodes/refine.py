@@ -34,6 +34,7 @@ from core.llm.client import LLMError
 from core.quality import checker_score
 from core.services import Services
 from core.state import AgentState
+from core.verification.claims import split_claims
 from core.verification.endpoint import EndpointChecker
 from core.verification.repair import drop_failed, repair_call
 from core.verification.result import Verification
@@ -49,6 +50,12 @@ def _documents(state: AgentState) -> list[str]:
     return [d["text"] for d in state.get("docs", [])][:len(state.get("sources") or [])]
 
 
+def user_context(state: AgentState) -> str:
+    """What the user said of themselves that an answer may restate: the question and the
+    profile line (their numbers and names are not unsupported claims)."""
+    return f"{state.get('question', '')}\n{state.get('profile_summary', '')}"
+
+
 def _verify(state: AgentState, svc: Services) -> tuple[Verification, list[dict[str, str]]]:
     """The checker's verdicts on the answer the model wrote (endpoint or offline back end)."""
     flags, docs = state["flags"], _documents(state)
@@ -57,12 +64,18 @@ def _verify(state: AgentState, svc: Services) -> tuple[Verification, list[dict[s
                     and state.get("answer_messages"))
     if use_endpoint:
         return EndpointChecker(svc.llm, svc.checker()).check(  # type: ignore[arg-type]
-            state["answer_messages"], raw, docs, state["lang"])
-    return svc.checker().check(raw, docs), []
+            state["answer_messages"], raw, docs, state["lang"], user_context(state))
+    return svc.checker().check(raw, docs, user_context(state)), []
 
 
 def _finish(state: AgentState, answer: str, check: Verification, extra: dict[str, Any]) -> dict[str, Any]:
-    """Score the final answer with the checker and remember the best one."""
+    """Score the final answer with the checker and remember the best one. When the repair left
+    no claim of an answer that had some, the offline extractive answer over the same evidence
+    (quotes the checker supports: ``state["fallback_answer"]``) stands in: never an empty reply."""
+    if check.verdicts and not split_claims(answer) and state.get("fallback_answer"):
+        answer = state["fallback_answer"]
+        extra = {**extra, "notes": extra.get("notes", state.get("notes", [])) +
+                 ["no sentence of the model's answer was supported: the quoted evidence stands in"]}
     docs_text = " ".join(d["text"].lower() + " " + d["title"].lower() for d in state.get("docs", []))
     # only the names the question asked about (its fill-in) may send retrieval after the
     # profile; any other profile term would bring in documents on its own (issue 14)
@@ -86,7 +99,8 @@ def refine(state: AgentState, svc: Services) -> dict[str, Any]:
 
     lang, flags = state["lang"], state["flags"]
     if state.get("repair") and state.get("verification"):  # a repair call just ran: re-check it offline
-        check = svc.checker().check(state.get("answer_raw") or state["answer"], _documents(state))
+        check = svc.checker().check(state.get("answer_raw") or state["answer"], _documents(state),
+                                    user_context(state))
         fixed = drop_failed(state.get("answer_raw") or state["answer"], check)
         return _finish(state, _with_disclaimer(fixed.answer, lang), check, {"verification": check.to_dict()})
     check, messages = _verify(state, svc)
@@ -103,7 +117,8 @@ def refine(state: AgentState, svc: Services) -> dict[str, Any]:
         safe = drop_failed(raw, check)  # shipped as is if the loop stops before the repair
         return _finish(state, _with_disclaimer(safe.answer, lang), check, out)
     if svc.llm is not None and messages:
-        fixed = repair_call(svc.llm, messages, raw, check, _documents(state), svc.checker(), lang)
+        fixed = repair_call(svc.llm, messages, raw, check, _documents(state), svc.checker(), lang,
+                            user_context=user_context(state))
     else:
         fixed = drop_failed(raw, check)
     out.update(repair=fixed.to_dict(), llm_calls=check.calls + fixed.calls)

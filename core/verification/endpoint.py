@@ -116,7 +116,7 @@ class EndpointChecker:
         self.calibration = calibration or cal.load("endpoint")
 
     def check(self, answer_messages: list[dict[str, str]], answer: str, documents: list[str],
-              lang: str) -> tuple[Verification, list[dict[str, str]]]:
+              lang: str, user_context: str = "") -> tuple[Verification, list[dict[str, str]]]:
         """Judge every claim of ``answer`` in one call.
 
         Args:
@@ -124,6 +124,7 @@ class EndpointChecker:
             answer: the answer as the model wrote it (before any disclaimer was added).
             documents: the evidence texts in citation order.
             lang: the answer's language (the instruction's language).
+            user_context: the user's own words (question, profile line) for the offline features.
         Returns:
             (the verification, the messages including the reply: what a repair call extends).
             When the call fails the offline verdicts stand in (``backend`` ``offline``, a note).
@@ -131,13 +132,13 @@ class EndpointChecker:
         claims = split_claims(answer)
         if not claims:
             return Verification(self.backend, self.calibration.floor), []
-        feats = self.offline.features(claims, documents)
+        feats = self.offline.features(claims, documents, user_context)
         messages = verify_messages(answer_messages, answer, claims, lang)
         try:
             reply = self.llm.complete(messages, json_schema=schema(len(claims)), temperature=0.0,
                                       max_tokens=12 + 4 * len(claims), top_logprobs=TOP_LOGPROBS)
         except LLMError as exc:
-            out = self.offline.check(claims, documents)
+            out = self.offline.check(claims, documents, user_context)
             out.note = f"verification call failed, offline verdicts: {exc}"
             return out, []
         odds = boolean_odds(reply, len(claims))

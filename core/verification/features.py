@@ -234,7 +234,8 @@ def evidence_sentences(evidence: list[str]) -> list[str]:
 
 
 def extract(sentence: str, evidence: list[str], embed: Embed | None,
-            sentence_vec: np.ndarray | None = None, evidence_vecs: np.ndarray | None = None) -> Features:
+            sentence_vec: np.ndarray | None = None, evidence_vecs: np.ndarray | None = None,
+            user_context: str = "") -> Features:
     """The features of ``sentence`` (citations already removed) against ``evidence`` texts.
 
     Args:
@@ -243,6 +244,9 @@ def extract(sentence: str, evidence: list[str], embed: Embed | None,
         embed: passage embedder for the cosine (``None``: lexical overlap stands in).
         sentence_vec / evidence_vecs: precomputed vectors (the evidence's in
             :func:`evidence_sentences` order), to embed a batch once.
+        user_context: what the user said of themselves (the question, the profile line): a
+            number or a drug or condition named there is not counted as unmatched (an answer
+            may restate "your blood pressure of 150/98"); it supports nothing else.
     Returns:
         :class:`Features`.
     """
@@ -256,13 +260,14 @@ def extract(sentence: str, evidence: list[str], embed: Embed | None,
     novel = len(mine - theirs)
     sims = _similarities(sentence, sents, embed, sentence_vec, evidence_vecs)
     best = sents[int(np.argmax(sims))] if sents else joined
-    unmatched, mismatched = number_checks(sentence, joined)
+    known = f"{joined}\n{user_context}" if user_context else joined
+    unmatched, mismatched = number_checks(sentence, known)
     absolute_added = bool(absolutes(sentence) - absolutes(joined))
     return Features(
         cos_max=float(np.max(sims)) if len(sims) else 0.0, lex=lex, novel=novel,
         verbatim=_norm(sentence).rstrip(".") in _norm(joined),
         num_unmatched=unmatched, unit_mismatch=mismatched,
-        concept_unmatched=concept_check(sentence, joined),
+        concept_unmatched=concept_check(sentence, known),
         negation_mismatch=negation_mismatch(sentence, sents),
         hedge_dropped=hedged(best) and not hedged(sentence), absolute_added=absolute_added)
 

@@ -37,19 +37,20 @@ class OfflineChecker:
         self.calibration = calibration or cal.load("offline")
         self.lookup = lookup
 
-    def features(self, claims: list[Claim], documents: list[str]) -> list[Features]:
-        """The features of every claim against the documents it cites (one embedding batch)."""
+    def features(self, claims: list[Claim], documents: list[str], user_context: str = "") -> list[Features]:
+        """The features of every claim against the documents it cites (one embedding batch);
+        ``user_context``: see :func:`core.verification.features.extract`."""
         cited = [evidence_for(c, documents) for c in claims]
         sents = [evidence_sentences(ev) for ev in cited]
         vecs = self._embed([c.plain for c in claims], sorted({s for ss in sents for s in ss}))
         out = []
         for c, ev, ss in zip(claims, cited, sents):
             if vecs is None:
-                out.append(extract(c.plain, ev, None))
+                out.append(extract(c.plain, ev, None, user_context=user_context))
             else:
                 mine, table = vecs
                 evs = np.stack([table[s] for s in ss]) if ss else None
-                out.append(extract(c.plain, ev, None, mine[c.index], evs))
+                out.append(extract(c.plain, ev, None, mine[c.index], evs, user_context))
         return out
 
     def _embed(self, claims: list[str], sents: list[str]):
@@ -74,18 +75,20 @@ class OfflineChecker:
         x = feature_vector(model, f, self.calibration, llm_logit)
         p = model.probability(x)
         supported = p >= model.floor
-        missing = not supported and _missing_everywhere(claim.plain, documents)
+        missing = not supported and _missing_everywhere(claim.plain, documents) and not (
+            f.num_unmatched == 0 and f.concept_unmatched == 0)
         return SentenceVerdict(claim.index, claim.text, claim.cited, p, supported,
                                [] if supported else f.reasons(), missing, llm)
 
-    def check(self, answer: str | list[Claim], documents: list[str]) -> Verification:
-        """Check every claim of ``answer`` against ``documents`` (citation order).
+    def check(self, answer: str | list[Claim], documents: list[str], user_context: str = "") -> Verification:
+        """Check every claim of ``answer`` against ``documents`` (citation order);
+        ``user_context``: the user's own words, see :func:`core.verification.features.extract`.
 
         Returns:
             :class:`Verification` with one verdict per claim, no call made.
         """
         claims = split_claims(answer) if isinstance(answer, str) else answer
-        feats = self.features(claims, documents)
+        feats = self.features(claims, documents, user_context)
         out = Verification(self.backend, self.calibration.floor,
                            [self.verdict(c, f, documents) for c, f in zip(claims, feats)])
         if self.embedder is None:

@@ -66,7 +66,7 @@ def drop_failed(answer: str, verification: Verification) -> Repair:
 
 def repair_call(llm: ChatClient, verify_messages: list[dict[str, str]], answer: str,
                 verification: Verification, documents: list[str], offline: OfflineChecker,
-                lang: str, more_evidence: str = "") -> Repair:
+                lang: str, more_evidence: str = "", user_context: str = "") -> Repair:
     """Rewrite or drop the failed sentences in one call (see the module docstring).
 
     Args:
@@ -78,6 +78,7 @@ def repair_call(llm: ChatClient, verify_messages: list[dict[str, str]], answer: 
         offline: checks the rewrites.
         lang: the instruction's language.
         more_evidence: a rendered ``<evidence>`` section of re-retrieved documents, or ``""``.
+        user_context: the user's own words, for the offline check of the rewrites.
     Returns:
         :class:`Repair`; when the call fails, the failed sentences are dropped (a note says so).
     """
@@ -103,17 +104,18 @@ def repair_call(llm: ChatClient, verify_messages: list[dict[str, str]], answer: 
         out = drop_failed(answer, verification)
         out.calls, out.usage, out.note = 1, usage, "repair reply malformed, failed sentences dropped"
         return out
-    return _apply(answer, failed, rewrites, documents, offline, usage)
+    return _apply(answer, failed, rewrites, documents, offline, usage, user_context)
 
 
 def _apply(answer: str, failed: list, rewrites: list[str], documents: list[str],
-           offline: OfflineChecker, usage: dict[str, Any]) -> Repair:
+           offline: OfflineChecker, usage: dict[str, Any], user_context: str = "") -> Repair:
     """Splice the rewrites that the offline checker supports; drop the rest."""
     replacements, rewritten, dropped = {}, 0, 0
     for v, new in zip(failed, rewrites):
         claims = split_claims(new) if new.strip() else []
         ok = bool(claims) and all(x.supported for x in offline.check(
-            [Claim(i, c.text, c.plain, c.cited or v.cited) for i, c in enumerate(claims)], documents).verdicts)
+            [Claim(i, c.text, c.plain, c.cited or v.cited) for i, c in enumerate(claims)], documents,
+            user_context).verdicts)
         replacements[v.sentence] = new if ok else ""
         rewritten, dropped = rewritten + ok, dropped + (not ok)
     return Repair(splice(answer, replacements), rewritten, dropped, 1, usage)
