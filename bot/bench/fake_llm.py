@@ -429,4 +429,4 @@ class FakeOpenAIServer:
             return self._counter
 
 
-__all__ = ["FakeOpenAIServer", "default_chat_responder", "question_of", "fake_embedding", "DEFAULT_JUDGE_JSON", "EMBEDDING_DIM"]
+__all__ = ["FakeOpenAIServer", "default_chat_responder", "question_of", "schema_reply", "fake_embedding", "DEFAULT_JUDGE_JSON", "EMBEDDING_DIM"]
