@@ -454,6 +454,8 @@ def eval_cmd(out: Path = typer.Option(Path("eval-out"), help="Directory for the 
              retention: bool = typer.Option(True, help="Also run the 15-turn retention scenario."),
              flag: list[str] = typer.Option([], help="Feature flag NAME=VALUE for every condition (repeatable)."),
              judge: bool = typer.Option(True, help="Judge metrics when an endpoint is configured."),
+             judge_metric: list[str] = typer.Option(["faithfulness", "answer_relevance", "context_precision"],
+                                                    help="Judge metric to compute (repeatable)."),
              synthea: Optional[Path] = typer.Option(None, help="Synthea CSV export (default ../shared/data/synthea)."),
              index: Optional[Path] = typer.Option(None, help="Knowledge index (default: the bundled corpus)."),
              report_only: bool = typer.Option(False, help="Only rebuild the report from --out.")) -> None:
@@ -471,7 +473,8 @@ def eval_cmd(out: Path = typer.Option(Path("eval-out"), help="Directory for the 
     _check_index(index)
     cfg = EvalConfig(out=out, synthea=synthea or DEFAULT_SYNTHEA, patients=patients, turns=turns,
                      langs=list(lang), seed=seed, modes=list(mode), ablation=ablation,
-                     retention=retention, flags=_parse_flags(flag), judge=judge, index=index)
+                     retention=retention, flags=_parse_flags(flag), judge=judge,
+                     judge_metrics=list(judge_metric), index=index)
     settings = get_settings()
     if "llm" in cfg.modes and not settings.llm_configured:
         typer.echo("note: the llm mode needs an LLM endpoint (OPENAI_BASE_URL and LLM_MODEL, e.g. "
@@ -486,6 +489,38 @@ def eval_cmd(out: Path = typer.Option(Path("eval-out"), help="Directory for the 
                    err=True)
         raise typer.Exit(130)
     typer.echo(f"report: {result['report']} ({result['turns']} turns this run, {result['pending']} left)")
+
+
+@bench_app.command("verify")
+def bench_verify_cmd(dataset: list[Path] = typer.Option(None, "--dataset", help="Labelled JSONL (repeatable); default: the shipped verify_*_dev.jsonl."),
+                     backend: str = typer.Option("offline", help="offline, endpoint or judge."),
+                     calibration: str = typer.Option("shipped", help="shipped, prior (untuned) or a parameters file."),
+                     fit_out: Path = typer.Option(None, "--fit", help="Fit the calibration on the datasets and write it here."),
+                     cache: Path = typer.Option(None, help="Endpoint replies cache (JSONL)."),
+                     figure: Path = typer.Option(None, help="Write the reliability diagram PNG here."),
+                     n_sample: int = typer.Option(0, "--sample", help="A stratified sample of N items (0: all)."),
+                     cached_only: bool = typer.Option(False, help="Endpoint: score only items already in --cache."),
+                     as_json: bool = typer.Option(False, "--json")) -> None:
+    """Faithfulness checker: AUC, balanced accuracy and Brier score on labelled sentences."""
+    from bot.bench.verify import bench_verify, default_datasets
+
+    try:
+        out = bench_verify(list(dataset) if dataset else default_datasets(), backend, calibration,
+                           fit_out, cache, figure, progress=not as_json, n_sample=n_sample,
+                           cached_only=cached_only)
+    except (ValueError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2)
+    if as_json:
+        typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    o = out["overall"]
+    typer.echo(f"{backend} on {o['n']} items: AUC {o['auc']}, balanced accuracy {o['balanced_accuracy']} "
+               f"at {out['floor']}, Brier {o['brier']}")
+    for lang, f in out["per_language"].items():
+        typer.echo(f"  {lang}: AUC {f['auc']}, balanced accuracy {f['balanced_accuracy']}, Brier {f['brier']} (n={f['n']})")
+    for e, f in out["per_error"].items():
+        typer.echo(f"  error {e}: flagged {f['flagged']}, AUC vs supported {f['auc_vs_supported']} (n={f['n']})")
 
 
 @bench_app.command("llm")

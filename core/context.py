@@ -136,12 +136,13 @@ def render_dialogue(turns: list[tuple[str, str | None]], budget: int, lang: str,
 
 
 def render_documents(docs: list[dict[str, Any]], budget: int, lang: str,
-                     min_doc_tokens: int = 40) -> tuple[str, int]:
+                     min_doc_tokens: int = 40, start: int = 1) -> tuple[str, int]:
     """Numbered evidence (``[n] title — source (score)`` + text) quoted in ``<evidence>`` tags
     within ``budget`` tokens.
 
     Each document gets an equal share; documents that would get fewer than ``min_doc_tokens``
-    are dropped from the end.
+    are dropped from the end. Numbers run from ``start`` (a re-retrieval's documents continue
+    after the first ones).
     Returns:
         (the section text, how many documents it holds).
     """
@@ -153,7 +154,7 @@ def render_documents(docs: list[dict[str, Any]], budget: int, lang: str,
         n -= 1
     share = room // n
     parts = []
-    for i, d in enumerate(docs[:n], start=1):
+    for i, d in enumerate(docs[:n], start=start):
         text = f"[{i}] {d['title']} — {d.get('source', '')} (score {d.get('score', 0):.4f})\n{d['text']}"
         parts.append(truncate_tokens(escape_quoted(text), share - 1))
     return _wrap("documents", "\n".join(parts), budget), n
@@ -164,6 +165,11 @@ def assemble_messages(system: str, sections: list[str], question: str,
     """Chat messages (issue 12): the system message holds only the team's text (``system`` and
     the :data:`prompts.QUOTED_DATA` rule); one user message holds the quoted sections
     (already rendered in their tags) and the question in ``<question>`` tags, last.
+
+    Prefix reuse (SPEC.md §11 "Verification"): callers pass the sections in the order that
+    changes least often first, so a server's prompt cache reuses the longest prefix: the fixed
+    system text (the same for every turn), then the evidence, then the profile and memory, then
+    the question. The verification and repair calls append messages after these unchanged.
 
     The question and the rule are counted by :func:`plan_tokens` (the question as it is, the
     rule and tags in :func:`frame_tokens`), so the budget still holds.

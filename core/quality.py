@@ -1,6 +1,12 @@
-"""Answer quality for self-refine (SPEC.md §3.4).
+"""Answer quality for self-refine (SPEC.md §3.4, refined by §11 "Verification").
 
-LLM judge: ``overall = 0.4·grounding + 0.3·completeness + 0.3·accuracy``.
+Checker (what the agent uses): ``overall = 0.3·length + 0.4·grounding + 0.3·personalization``,
+the heuristic's formula below with its citation term replaced by ``grounding``, the share of
+the answer's claims that the calibrated checker supports (:mod:`core.verification`; 0 for an
+answer with no claim). The separate LLM judge prompt is gone: the checker's one verification
+call (or its offline back end) is the judge.
+
+LLM judge (SPEC.md §3.4's original, replaced by the checker; :class:`QualityScore` keeps its fields): ``overall = 0.4·grounding + 0.3·completeness + 0.3·accuracy``.
 Heuristic without a judge: ``overall = 0.3·length + 0.4·evidence + 0.3·personalization`` where
 ``length = min(1, answer tokens / 120)``, ``evidence`` = share of the top min(3, n) documents
 that the answer cites (0 with no documents), and ``personalization`` = share of the profile's
@@ -10,7 +16,6 @@ profile is empty).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -39,39 +44,33 @@ class QualityScore:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def _unit(x: Any) -> float:
-    value = float(x)
-    if value != value:  # NaN
-        raise ValueError("NaN score")
-    return min(1.0, max(0.0, value))
+def _length_personalization(answer: str, profile_terms: list[str]) -> tuple[float, float]:
+    length = min(1.0, count_tokens(answer) / 120.0)
+    if not profile_terms:
+        return length, 1.0
+    low = answer.lower()
+    hits = sum(1 for t in profile_terms if t.lower() in low)
+    return length, min(1.0, hits / min(2, len(profile_terms)))
 
 
-def _strings(x: Any) -> list[str]:
-    if isinstance(x, str):
-        return [x] if x.strip() else []
-    if isinstance(x, list):
-        return [str(i) for i in x if str(i).strip()]
-    return []
+def checker_score(check: Any, answer: str, profile_terms: list[str],
+                  uncovered_terms: list[str]) -> QualityScore:
+    """The agent's quality score from the checker (formula in the module docstring).
 
-
-def parse_judge(text: str) -> QualityScore | None:
-    """Parse the judge's JSON reply; ``None`` when it is malformed or lacks a score.
-
-    Accepts a bare object or one inside a Markdown code fence or surrounding prose.
+    Args:
+        check: a :class:`core.verification.Verification` of the answer as it will ship.
+        answer: the answer text.
+        profile_terms: the profile's condition and medication names.
+        uncovered_terms: profile names the question points at that no document mentions;
+            they become ``missing_info`` (the query rewrite adds them).
     """
-    match = re.search(r"\{.*\}", text, re.S)
-    if not match:
-        return None
-    try:
-        data = json.loads(match.group(0))
-        g, c, a = (_unit(data[k]) for k in ("grounding", "completeness", "accuracy"))
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-        return None
-    return QualityScore(overall=round(0.4 * g + 0.3 * c + 0.3 * a, 4), method="llm_judge",
-                        grounding=g, completeness=c, accuracy=a,
-                        missing_info=_strings(data.get("missing_info")),
-                        improvement_suggestions=_strings(data.get("improvement_suggestions")),
-                        safety_concerns=_strings(data.get("safety_concerns")))
+    length, personalization = _length_personalization(answer, profile_terms)
+    grounding = check.supported_share if check.verdicts else 0.0
+    overall = 0.3 * length + 0.4 * grounding + 0.3 * personalization
+    missing = list(uncovered_terms) if grounding < 1.0 or uncovered_terms else []
+    return QualityScore(overall=round(overall, 4), method=f"checker:{check.backend}",
+                        grounding=round(grounding, 4), length=round(length, 4),
+                        personalization=round(personalization, 4), missing_info=missing)
 
 
 def heuristic_score(answer: str, n_docs: int, profile_terms: list[str],

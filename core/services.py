@@ -107,6 +107,13 @@ class Services:
         _trim_heap()
 
 
+    def checker(self):  # noqa: ANN201 (core.verification.OfflineChecker: imported lazily)
+        """The offline faithfulness checker over this process's embedder and the index's stored
+        sentence vectors (cheap to build: its calibration is loaded once per process)."""
+        from core.verification.offline import OfflineChecker
+
+        return OfflineChecker(self.embedder, lookup=self.index().sentence_vectors)
+
     def qtype_vector(self, label: str | None, lang: str) -> np.ndarray | None:
         """The e5 query vector of the question type's prototype
         (:data:`core.evidence.TYPE_PROTOTYPES`), embedded once per process; ``None`` for a type

@@ -62,12 +62,20 @@ class AgentState(TypedDict, total=False):
     previous_doc_hashes: list[str]
     # generate_answer
     evidence: dict[str, Any]  # core.evidence: candidates, floor, kept, ranked sentences
-    citations: dict[str, Any]  # core.citations: the LLM answer's [n] checked against document n
+    answer_raw: str  # the answer as the model (or the offline generator) wrote it, no disclaimer
+    answer_messages: list[dict[str, str]]  # the answer call's messages: verification extends them
+    answer_usage: dict[str, Any]  # the answer call's tokens: prompt, cached, completion, ms
+    evidence_texts: list[str]  # the evidence as the prompt numbered it (citation order)
+    stream_sink: Any  # optional: a function taking each text delta of the answer call
+    fallback_answer: str  # the offline extractive answer over the same evidence (if a repair empties the answer)
     compression: dict[str, Any]
     answer: str
     generator: str
     prompt_tokens: int
     # refine / quality_check
+    verification: dict[str, Any]  # core.verification: per-claim P(supported), backend, usage
+    repair: dict[str, Any]  # what the repair rewrote or dropped, its call's usage
+    pending_repair: dict[str, Any] | None  # failed claims waiting for a re-retrieval's evidence
     quality: dict[str, Any]
     quality_history: list[float]
     best: dict[str, Any]

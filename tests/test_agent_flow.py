@@ -261,7 +261,7 @@ def test_refine_loop_is_bounded(agent):
     t = reply.trace
     assert 0 <= t["refine_iterations"] <= 2
     assert t["refine_stop_reason"]
-    assert re.match(r"(quality_ok|max_iterations|no_improvement|doc_overlap)", t["refine_stop_reason"])
+    assert re.match(r"(verified|max_iterations|no_improvement|doc_overlap)", t["refine_stop_reason"])
     assert nodes(reply).count("retrieve") == t["refine_iterations"] + 1
     assert len(t["quality_history"]) in (t["refine_iterations"], t["refine_iterations"] + 1)
     assert reply.text.strip()

@@ -9,7 +9,7 @@ from core.cache.response_cache import CacheCandidate, usable
 from core.context import (SEPARATOR_RESERVE, assemble_messages, frame_tokens, plan_tokens,
                           prompt_tokens, render_dialogue, render_documents, render_section)
 from core.nodes.intent import classify
-from core.quality import heuristic_score, parse_judge
+from core.quality import heuristic_score
 from core.tokens import count_tokens
 
 
@@ -45,13 +45,18 @@ def test_dialogue_keeps_newest_turns():
     assert "마지막 질문" in text and "첫 번째" not in text
 
 
-def test_judge_parsing_and_formula():
-    q = parse_judge('```json\n{"grounding": 1, "completeness": 0.5, "accuracy": 0.5, '
-                    '"missing_info": ["dose"]}\n```')
-    assert q is not None and q.overall == pytest.approx(0.4 + 0.15 + 0.15)
-    assert q.missing_info == ["dose"]
-    assert parse_judge("not json") is None
-    assert parse_judge('{"grounding": "high"}') is None
+def test_checker_quality_formula():
+    from core.quality import checker_score
+    from core.verification.result import SentenceVerdict, Verification
+
+    check = Verification("offline", 0.5, [SentenceVerdict(0, "a", (1,), 0.9, True),
+                                          SentenceVerdict(1, "b", (1,), 0.2, False)])
+    answer = "메트포르민의 흔한 부작용은 설사입니다 [1]. " * 20
+    q = checker_score(check, answer, ["메트포르민", "고혈압"], ["고혈압"])
+    assert q.grounding == 0.5 and q.length == 1.0 and q.personalization == 0.5
+    assert q.overall == pytest.approx(0.3 * 1.0 + 0.4 * 0.5 + 0.3 * 0.5)
+    assert q.missing_info == ["고혈압"] and q.method == "checker:offline"
+    assert checker_score(Verification("offline", 0.5), "", [], []).grounding == 0.0  # no claim: nothing grounded
 
 
 def test_heuristic_formula():

@@ -7,6 +7,7 @@ LLM cases use the loopback fake endpoint, whose judge and rewrite replies the te
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable
 
@@ -30,21 +31,29 @@ def offline(tmp_path_factory, default_index) -> Agent:
     return Agent(make_settings(tmp_path_factory.mktemp("flags-offline"), default_index))
 
 
+BAD = "Metformin cures diabetes within 3,917 days [1]."  # a number no document states
+
+
 class Judge:
-    """The fake endpoint's replies: the answer, a scripted judge JSON, a rewrite."""
+    """The fake endpoint's replies: the answer (with :data:`BAD` when ``bad``), the
+    verification (``BAD`` unsupported), a repair that drops it, a rewrite."""
 
     def __init__(self) -> None:
-        self.verdict = {"grounding": 0.9, "completeness": 0.9, "accuracy": 0.9, "missing_info": []}
+        self.bad = False
 
     def __call__(self, body: dict) -> str:
-        system = body["messages"][0]["content"]
-        if (body.get("response_format") or {}).get("type") == "json_object":
-            return json.dumps(self.verdict)
+        system, last = body["messages"][0]["content"], body["messages"][-1]["content"]
+        if body["messages"][-1]["role"] == "user" and last.startswith(prompts.VERIFY["en"]):
+            claims = [line for line in last.split("\n") if line[:1].isdigit()]
+            return json.dumps({"supported": ["3,917" not in c for c in claims]})
+        if "rewrites" in last:
+            numbers = re.search(r"by the evidence: ([\d, ]+)\.", last).group(1)
+            return json.dumps({"rewrites": [""] * len(numbers.split(","))})
         if system == prompts.REWRITE:
             return "metformin vitamin B12 deficiency symptoms"
-        if "summary" in system.lower() or "summar" in body["messages"][-1]["content"][:200].lower():
-            return "Metformin can cause diarrhea."
-        return LONG_ANSWER
+        if system.startswith(prompts.SYSTEM["en"]):
+            return LONG_ANSWER + (BAD if self.bad else "")
+        return "Metformin can cause diarrhea."  # a memory or document summary
 
 
 @pytest.fixture(scope="module")
@@ -87,44 +96,56 @@ def _self_refine_enabled(offline, llm):
 
 def _max_refine_iterations(offline, llm):
     agent, _, judge = llm
-    judge.verdict = {"grounding": 0.2, "completeness": 0.2, "accuracy": 0.2, "missing_info": ["B12"]}
-    default, zero = pair(agent, [SIMPLE_Q], {"max_refine_iterations": 0})
+    judge.bad = True
+    try:
+        default, zero = pair(agent, [SIMPLE_Q], {"max_refine_iterations": 0})
+    finally:
+        judge.bad = False
     assert zero.trace["refine_iterations"] == 0
-    assert zero.trace["refine_stop_reason"].startswith("max_iterations")
-    assert default.trace["refine_iterations"] >= 1
+    assert zero.trace["repair"]["calls"] == 1  # no iteration left: repaired in place
+    assert default.trace["refine_iterations"] == 1  # missing evidence: one re-retrieval first
+    assert "3,917" not in default.text and "3,917" not in zero.text
 
 
 def _quality_threshold(offline, llm):
-    agent, _, judge = llm
-    judge.verdict = {"grounding": 0.6, "completeness": 0.6, "accuracy": 0.6, "missing_info": []}
-    default, strict = pair(agent, [SIMPLE_Q], {"quality_threshold": 0.9})
-    assert default.trace["refine_stop_reason"].startswith("quality_ok")
+    default, strict = pair(offline, [SIMPLE_Q], {"quality_threshold": 0.95})
+    assert default.trace["refine_stop_reason"].startswith("verified")
+    assert default.trace["quality"]["overall"] < 0.95  # a short answer: length 0.7
     assert strict.trace["refine_iterations"] >= 1
 
 
 def _llm_based_quality_check(offline, llm):
-    agent, _, judge = llm
-    judge.verdict = {"grounding": 0.9, "completeness": 0.9, "accuracy": 0.9, "missing_info": []}
-    on, off = pair(agent, [SIMPLE_Q], {"llm_based_quality_check": False})
-    assert on.trace["quality"]["method"] == "llm_judge"
-    assert off.trace["quality"]["method"] == "heuristic"
+    agent, server, _ = llm
+    server.clear()
+    on = run(agent, [SIMPLE_Q])
+    checks_on = [r for r in server.requests_to("/chat/completions")
+                 if r["json"]["messages"][-1]["content"].startswith(prompts.VERIFY["en"])]
+    server.clear()
+    off = run(agent, [SIMPLE_Q], {"llm_based_quality_check": False})
+    checks_off = [r for r in server.requests_to("/chat/completions")
+                  if r["json"]["messages"][-1]["content"].startswith(prompts.VERIFY["en"])]
+    assert on.trace["quality"]["method"] == "checker:endpoint" and len(checks_on) == 1
+    assert off.trace["quality"]["method"] == "checker:offline" and not checks_off
 
 
 def _dynamic_query_rewrite(offline, llm):
     agent, server, judge = llm
-    judge.verdict = {"grounding": 0.2, "completeness": 0.2, "accuracy": 0.2, "missing_info": ["B12"]}
+    judge.bad = True
     flags = {"max_refine_iterations": 1}
-    server.clear()
-    on = run(agent, [SIMPLE_Q], flags)
-    rewrites_on = [r for r in server.requests_to("/chat/completions")
-                   if r["json"]["messages"][0]["content"] == prompts.REWRITE]
-    server.clear()
-    off = run(agent, [SIMPLE_Q], {**flags, "dynamic_query_rewrite": False})
-    rewrites_off = [r for r in server.requests_to("/chat/completions")
-                    if r["json"]["messages"][0]["content"] == prompts.REWRITE]
+    try:
+        server.clear()
+        on = run(agent, [SIMPLE_Q], flags)
+        rewrites_on = [r for r in server.requests_to("/chat/completions")
+                       if r["json"]["messages"][0]["content"] == prompts.REWRITE]
+        server.clear()
+        off = run(agent, [SIMPLE_Q], {**flags, "dynamic_query_rewrite": False})
+        rewrites_off = [r for r in server.requests_to("/chat/completions")
+                        if r["json"]["messages"][0]["content"] == prompts.REWRITE]
+    finally:
+        judge.bad = False
     assert len(rewrites_on) == 1 and not rewrites_off
     assert on.trace["retrieval"]["query"] == "metformin vitamin B12 deficiency symptoms"
-    assert off.trace["retrieval"]["query"] == f"{SIMPLE_Q} B12"
+    assert off.trace["retrieval"]["query"] == f"{SIMPLE_Q} {BAD}"
 
 
 def _active_retrieval_enabled(offline, llm):
@@ -178,7 +199,6 @@ def _compression_strategy(offline, llm, tmp_path, default_index):
     _, server, judge = llm
     agent = small_budget(tmp_path, default_index, OPENAI_BASE_URL=server.base_url, LLM_MODEL="fake",
                          OPENAI_API_KEY="sk-x")
-    judge.verdict = {"grounding": 0.9, "completeness": 0.9, "accuracy": 0.9, "missing_info": []}
     default, abstractive = pair(agent, [COMPLEX_Q], {"compression_strategy": "abstractive"})
     assert default.trace["compression"]["llm_calls"] == 0
     assert abstractive.trace["compression"]["strategy"] == "abstractive"

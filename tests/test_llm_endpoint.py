@@ -51,26 +51,19 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-def long_cited_answer() -> str:
-    """An answer the heuristic scores 1.0: ≥ 120 tokens, cites the top three documents."""
-    text = ("주 150분 정도의 중강도 유산소 운동이 권장됩니다 [1]. 근력 운동은 주 2일 이상 함께 하세요 [2]. "
-            "천천히 시작하고 준비운동과 정리운동을 하세요 [3]. ")
-    out = text
-    while count_tokens(out) < 130:
-        out += text
-    return out.strip()
+def verified(*flags: bool) -> str:
+    """The verification reply: one boolean per claim."""
+    return json.dumps({"supported": list(flags)})
 
 
-def test_answer_and_judge_come_from_the_llm(tmp_path, default_index, server):
+def test_answer_and_verification_come_from_the_llm(tmp_path, default_index, server):
     agent = llm_agent(tmp_path, default_index, server.base_url)
     user = "llm:u1"
     ask(agent, user, PROFILE_MSG)
     server.clear()
 
     answer = "드시는 메트포르민의 흔한 부작용은 설사 같은 위장 증상이에요 [1]."
-    judge = {"grounding": 0.7, "completeness": 0.5, "accuracy": 0.6, "missing_info": [],
-             "improvement_suggestions": ["더 자세히"], "safety_concerns": []}
-    server.script_chat(answer, json.dumps(judge))
+    server.script_chat(answer, verified(True))
     reply = ask(agent, user, MED_Q)
 
     assert reply.text.startswith(answer)
@@ -80,53 +73,54 @@ def test_answer_and_judge_come_from_the_llm(tmp_path, default_index, server):
 
     reqs = chats(server)
     assert len(reqs) == 2, reqs
-    gen, judged = reqs
+    gen, check = reqs
     assert gen["model"] == "fake-model"
-    system, user = gen["messages"]
+    system, user_msg = gen["messages"]
     assert system == {"role": "system", "content": prompts.SYSTEM["ko"] + "\n\n" + prompts.QUOTED_DATA["ko"]}
-    assert user["role"] == "user"
+    assert user_msg["role"] == "user"
     for needle in ("65세", "남성", "당뇨병", "메트포르민"):  # the profile, quoted in the user message
-        assert needle in user["content"], needle
-    assert "[1]" in user["content"] and "<evidence>" in user["content"]
-    assert reply.sources[0].title in user["content"]
-    assert user["content"].endswith(f"<question>\n{MED_Q}\n</question>")
+        assert needle in user_msg["content"], needle
+    content = user_msg["content"]
+    assert content.startswith("<evidence>")  # evidence first, then profile and memory, then the question
+    assert content.index("</evidence>") < content.index("<patient_profile>") < content.index("<question>")
+    assert reply.sources[0].title in content
+    assert content.endswith(f"<question>\n{MED_Q}\n</question>")
     assert "response_format" not in gen
 
-    assert judged["response_format"] == {"type": "json_object"}
-    assert judged["messages"][0]["content"] == prompts.JUDGE
-    payload = json.loads(judged["messages"][1]["content"])
-    assert payload["question"] == MED_Q and payload["answer"].startswith(answer)
-    assert "[1]" in payload["evidence"]
+    # the verification extends the answer's messages unchanged: a prompt cache serves the prefix
+    assert check["messages"][:2] == gen["messages"]
+    assert check["messages"][2] == {"role": "assistant", "content": answer}
+    assert check["messages"][3]["content"].startswith(prompts.VERIFY["ko"])
+    assert answer in check["messages"][3]["content"]
+    assert check["response_format"]["type"] == "json_schema"
+    assert check["response_format"]["json_schema"]["schema"]["properties"]["supported"]["maxItems"] == 1
     assert all(r["headers"]["authorization"] == "Bearer sk-test"
                for r in server.requests_to("/chat/completions"))
 
-    q = reply.trace["quality"]
-    assert q["method"] == "llm_judge"
-    assert q["overall"] == pytest.approx(0.4 * 0.7 + 0.3 * 0.5 + 0.3 * 0.6)
-    assert (q["grounding"], q["completeness"], q["accuracy"]) == (0.7, 0.5, 0.6)
-    assert q["improvement_suggestions"] == ["더 자세히"]
-    assert reply.trace["refine_stop_reason"].startswith("quality_ok")
+    q, v = reply.trace["quality"], reply.trace["verification"]
+    assert q["method"] == "checker:endpoint" and q["grounding"] == 1.0
+    assert v["backend"] == "endpoint" and v["claims"] == 1 and v["failed"] == 0 and v["calls"] == 1
+    assert reply.trace["refine_stop_reason"].startswith("verified")
     assert reply.trace["llm_calls"] == 2
 
 
-def test_malformed_judge_reply_falls_back_to_heuristic(tmp_path, default_index, server):
+def test_malformed_verification_reply_falls_back_to_offline_features(tmp_path, default_index, server):
     agent = llm_agent(tmp_path, default_index, server.base_url)
-    answer = long_cited_answer()
-    server.script_chat(answer, "not json at all")
+    answer = "운동은 주 150분 정도의 중강도 유산소 운동이 권장돼요 [1]."
+    server.script_chat(answer, "not json at all", json.dumps({"rewrites": [""]}))
     reply = ask(agent, "llm:u2", GENERIC_Q)
 
-    assert reply.text.startswith(answer[:40])
     assert reply.trace["generator"] == "llm"
-    assert reply.trace["quality"]["method"] == "heuristic"
-    assert any("malformed" in n for n in reply.trace["notes"]), reply.trace["notes"]
-    assert len(chats(server)) == 2
+    v = reply.trace["verification"]
+    assert "malformed" in v["note"]
+    assert v["verdicts"][0].get("llm") is None  # no model verdict: the offline model alone decided
     assert reply.trace["refine_iterations"] == 0
 
 
 def test_http_500_once_is_retried(tmp_path, default_index, server):
     agent = llm_agent(tmp_path, default_index, server.base_url)
     answer = "운동은 주 150분 정도가 권장돼요 [1]."
-    server.script_chat(500, answer, json.dumps({"grounding": 1, "completeness": 1, "accuracy": 1}))
+    server.script_chat(500, answer, verified(True))
     reply = ask(agent, "llm:u3", GENERIC_Q)
 
     assert reply.text.startswith(answer)
@@ -135,9 +129,46 @@ def test_http_500_once_is_retried(tmp_path, default_index, server):
     reqs = chats(server)
     assert len(reqs) == 3, [r.get("response_format") for r in reqs]
     assert reqs[0] == reqs[1]  # the failed request was sent again, unchanged
-    assert reqs[2]["response_format"] == {"type": "json_object"}
-    assert reply.trace["quality"]["method"] == "llm_judge"
-    assert reply.trace["quality"]["overall"] == pytest.approx(1.0)
+    assert reqs[2]["response_format"]["type"] == "json_schema"
+    assert reply.trace["quality"]["method"] == "checker:endpoint"
+    assert reply.trace["verification"]["failed"] == 0
+
+
+def test_a_failed_sentence_is_repaired_alone_in_one_call(tmp_path, default_index, server):
+    agent = llm_agent(tmp_path, default_index, server.base_url)
+    good = "운동은 주 150분 정도의 중강도 유산소 운동이 권장돼요 [1]."
+    bad = "근력 운동은 절대 하지 마세요 [1]."
+    server.script_chat(f"{good} {bad}", verified(True, False), json.dumps({"rewrites": [""]}))
+    reply = ask(agent, "llm:u4", GENERIC_Q)
+
+    reqs = chats(server)
+    assert len(reqs) == 3 and reply.trace["llm_calls"] == 3
+    check, repair = reqs[1], reqs[2]
+    assert repair["messages"][:4] == check["messages"]  # extends the verification unchanged
+    assert repair["messages"][4]["role"] == "assistant"
+    assert repair["messages"][5]["content"] == prompts.REPAIR["ko"].format(numbers="2")
+    assert repair["response_format"]["json_schema"]["schema"]["properties"]["rewrites"]["maxItems"] == 1
+    assert good in reply.text and bad not in reply.text  # the failed sentence alone was dropped
+    assert reply.trace["repair"]["dropped"] == 1 and reply.trace["repair"]["calls"] == 1
+    assert reply.trace["verification"]["failed"] == 1
+
+
+def test_missing_evidence_re_retrieves_then_repairs_with_the_new_evidence(tmp_path, default_index, server):
+    agent = llm_agent(tmp_path, default_index, server.base_url)
+    good = "운동은 주 150분 정도의 중강도 유산소 운동이 권장돼요 [1]."
+    bad = "하루 9,731보를 걸으면 당뇨병이 완치돼요 [1]."  # a number no document states
+    server.script_chat(f"{good} {bad}", verified(True, False), json.dumps({"rewrites": [""]}))
+    reply = ask(agent, "llm:u5", GENERIC_Q, flags={"dynamic_query_rewrite": False})
+
+    reqs = chats(server)
+    assert len(reqs) == 3, [r["messages"][-1]["content"][:60] for r in reqs]
+    assert reply.trace["refine_iterations"] == 1  # one re-retrieval, no second answer
+    assert bad.split(" [")[0] in reply.trace["retrieval"]["query"]
+    repair = reqs[2]
+    assert repair["messages"][:4] == reqs[1]["messages"]
+    assert repair["messages"][5]["content"].startswith(prompts.MORE_EVIDENCE["ko"])
+    assert "<evidence>" in repair["messages"][5]["content"]
+    assert bad not in reply.text and good in reply.text
 
 
 def test_endpoint_down_answers_offline_and_stores_the_turn(tmp_path, default_index):
@@ -242,3 +273,17 @@ def test_long_message_is_truncated_in_every_llm_request(tmp_path, default_index,
     assert len(reqs) >= 2  # the answer and the judge
     for body in reqs:
         assert "TAILMARKER" not in json.dumps(body, ensure_ascii=False), body["messages"][0]["content"][:80]
+
+
+def test_an_answer_with_no_supported_sentence_left_falls_back_to_the_quoted_evidence(tmp_path, default_index, server):
+    from core.llm.offline import FRAMING_PREFIXES
+
+    agent = llm_agent(tmp_path, default_index, server.base_url)
+    bad = "근력 운동은 절대 하지 마세요 [1]."
+    server.script_chat(bad, verified(False), json.dumps({"rewrites": [""]}))
+    reply = ask(agent, "llm:u6", GENERIC_Q)
+
+    assert bad not in reply.text
+    assert reply.text.startswith(FRAMING_PREFIXES[0])  # the offline answer's opening: quotes follow
+    assert "[1]" in reply.text and prompts.DISCLAIMER["ko"] in reply.text
+    assert any("stands in" in n for n in reply.trace["notes"])

@@ -27,7 +27,6 @@ from core.agent import Agent
 from core.llm.client import ChatClient, LLMError, make_openai_client
 from core.llm.local_models import ModelError, ModelSpec, fetch_model, resolve_model, sha256_file
 from core.messages import InboundMessage
-from core.quality import parse_judge
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "What are the common side effects of metformin?"
@@ -75,7 +74,7 @@ def client(url: str, **kw) -> ChatClient:
     return ChatClient(make_openai_client(settings), "smollm2-135m")
 
 
-def test_agent_answers_and_judges_through_the_real_server(local_llm, tmp_path, default_index):
+def test_agent_answers_and_verifies_through_the_real_server(local_llm, tmp_path, default_index):
     url, _ = local_llm
     agent = Agent(make_settings(tmp_path, default_index, OPENAI_BASE_URL=url, LLM_MODEL="smollm2-135m"))
     replies = []
@@ -88,31 +87,43 @@ def test_agent_answers_and_judges_through_the_real_server(local_llm, tmp_path, d
     assert answer_msgs[-1]["role"] == "user"  # the question is quoted data (issue 12)
     assert answer_msgs[-1]["content"].endswith(f"<question>\n{QUESTION}\n</question>")
     assert QUESTION not in answer_msgs[0]["content"]
-    assert answer.text and reply.text.startswith(answer.text[:40])
-    judge_msgs, judge = replies[1]
-    assert judge_msgs[0]["content"] == prompts.JUDGE
-    if judge.finish_reason == "stop":  # json_object mode: valid JSON unless cut at max_tokens
-        assert isinstance(json.loads(judge.text), dict)
-    if reply.trace["quality"]["method"] == "heuristic":  # the tiny model's JSON lacked the scores
-        assert any("malformed" in n for n in reply.trace["notes"])
+    assert answer.text
+    v = reply.trace["verification"]
+    if v["claims"]:  # the verification call extends the answer's messages: the server's cache holds them
+        check_msgs, check = replies[1]
+        assert check_msgs[:2] == answer_msgs and check_msgs[2] == {"role": "assistant", "content": answer.text}
+        assert check.cached_tokens is not None and check.cached_tokens > 0
+        assert v["backend"] == "endpoint" and len(v["verdicts"]) == v["claims"]
     usage = agent.services.llm.usage
-    assert usage.calls == reply.trace["llm_calls"] == len(replies) >= 2
+    assert usage.calls == reply.trace["llm_calls"] == len(replies) >= 1
     assert usage.prompt_tokens == sum(r.prompt_tokens for _, r in replies) > 0
-    assert usage.completion_tokens == sum(r.completion_tokens for _, r in replies) > 0
+    assert usage.cached_tokens == sum(r.cached_tokens or 0 for _, r in replies)
     assert agent.services.repo.recent_turns("real:1", 1)[0].reply == reply.text
 
 
-def test_json_schema_reply_parses_as_the_judge(local_llm):
+def test_verification_schema_and_log_odds_from_the_real_server(local_llm):
+    from core.verification.endpoint import boolean_odds, parse_verdicts, schema
+
     url, _ = local_llm
-    schema = {"type": "object", "properties": {k: {"type": "number", "minimum": 0, "maximum": 1}
-                                               for k in ("grounding", "completeness", "accuracy")},
-              "required": ["grounding", "completeness", "accuracy"]}
-    reply = client(url).complete([{"role": "system", "content": prompts.JUDGE},
-                                  {"role": "user", "content": json.dumps({"question": QUESTION, "answer": "Diarrhea.",
-                                                                          "evidence": "[1] Metformin causes diarrhea."})}],
-                                 json_schema=schema, max_tokens=120, temperature=0)
-    score = parse_judge(reply.text)
-    assert score is not None and score.method == "llm_judge" and 0 <= score.overall <= 1
+    reply = client(url).complete([{"role": "system", "content": "Judge sentences against evidence."},
+                                  {"role": "user", "content": "Evidence: Metformin causes diarrhea.\n"
+                                   "1. Metformin causes diarrhea.\n2. Metformin cures cancer.\n"
+                                   "Reply JSON {\"supported\": [true/false per sentence]}."}],
+                                 json_schema=schema(2), max_tokens=30, temperature=0, top_logprobs=5)
+    assert parse_verdicts(reply.text, 2) is not None  # the grammar holds even a 135M model to the schema
+    odds = boolean_odds(reply, 2)
+    assert len(odds) == 2 and all(o is not None for o in odds)
+
+
+def test_stream_yields_text_then_the_reply(local_llm):
+    from core.llm.client import LLMReply, collect
+
+    url, _ = local_llm
+    c = client(url)
+    parts: list[str] = []
+    reply = collect(c.stream([{"role": "user", "content": "Say hello."}], max_tokens=12), parts.append)
+    assert isinstance(reply, LLMReply) and parts and "".join(parts).strip() == reply.text
+    assert reply.prompt_tokens > 0 and reply.completion_tokens == c.usage.completion_tokens > 0
 
 
 def test_summary_call_and_logprobs(local_llm):

@@ -17,7 +17,7 @@ from core.frontdesk import Frontdesk
 from conftest import make_settings
 from core.messages import InboundMessage
 from core.ordering import MemoryRateLimiter, RedisRateLimiter, SessionSerializer, user_key_prefix
-from bot.bench.fake_llm import DEFAULT_JUDGE_JSON, FakeOpenAIServer
+from bot.bench.fake_llm import DEFAULT_JUDGE_JSON, FakeOpenAIServer, schema_reply
 from storage.models import Turn
 
 
@@ -164,6 +164,8 @@ def llm():
     def chat(body):
         if (body.get("response_format") or {}).get("type") == "json_object":
             return json.dumps(DEFAULT_JUDGE_JSON)
+        if schema_reply(body) is not None:  # the verification (all supported) or a repair
+            return schema_reply(body)
         last = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
         if BARRIER in last:
             with lock:

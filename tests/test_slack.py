@@ -18,7 +18,7 @@ from bot.runner import HttpServer
 from conftest import make_settings
 from core import prompts
 from core.messages import OutboundMessage
-from bot.bench.fake_llm import DEFAULT_JUDGE_JSON, FakeOpenAIServer, question_of
+from bot.bench.fake_llm import DEFAULT_JUDGE_JSON, FakeOpenAIServer, schema_reply, question_of
 from fakes.slack_server import (BOT_USER, TEAM, FakeSlackServer, command_body, event_body,
                                 signed_headers)
 
@@ -33,6 +33,8 @@ LONG_ANSWER = "\n\n".join(
 def _chat(body: dict) -> str:
     if (body.get("response_format") or {}).get("type") == "json_object":
         return json.dumps(DEFAULT_JUDGE_JSON)
+    if schema_reply(body) is not None:  # the verification (all supported) or a repair
+        return schema_reply(body)
     if LONG_MARK in question_of(body):  # the question asked, not the quoted history
         return LONG_ANSWER
     return "Metformin is first-line therapy for type 2 diabetes [1]."

@@ -71,11 +71,30 @@ def question_of(request_json: Dict[str, Any]) -> str:
     return match.group(1) if match else last
 
 
+def schema_reply(request_json: Dict[str, Any]) -> Optional[str]:
+    """The reply to a JSON-schema request with one array property (medbot's verification
+    ``{"supported": [bool × n]}``: all true; a repair's ``{"rewrites": [str × n]}``: all empty,
+    i.e. drop): ``n`` is the schema's ``maxItems``. ``None`` for any other request."""
+    fmt = request_json.get("response_format") or {}
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        return None
+    props = ((fmt.get("json_schema") or {}).get("schema") or {}).get("properties") or {}
+    if len(props) != 1:
+        return None
+    (name, spec), = props.items()
+    n = int(spec.get("maxItems") or 1)
+    item = (spec.get("items") or {}).get("type")
+    return json.dumps({name: [True] * n if item == "boolean" else [""] * n})
+
+
 def default_chat_responder(request_json: Dict[str, Any]) -> str:
     """Deterministic reply; never echoes the system prompt."""
     response_format = request_json.get("response_format") or {}
     if isinstance(response_format, dict) and response_format.get("type") == "json_object":
         return json.dumps(DEFAULT_JUDGE_JSON)
+    schema = schema_reply(request_json)
+    if schema is not None:
+        return schema
     return f"FAKE-LLM answer to: {question_of(request_json)[:80]}"
 
 
@@ -86,6 +105,9 @@ def echo_chat_responder(request_json: Dict[str, Any]) -> str:
     response_format = request_json.get("response_format") or {}
     if isinstance(response_format, dict) and response_format.get("type") == "json_object":
         return json.dumps(DEFAULT_JUDGE_JSON)
+    schema = schema_reply(request_json)
+    if schema is not None:
+        return schema
     return "\n".join(f"[{m.get('role')}] {_message_text(m.get('content'))}"
                      for m in request_json.get("messages") or [] if isinstance(m, dict))
 
@@ -407,4 +429,4 @@ class FakeOpenAIServer:
             return self._counter
 
 
-__all__ = ["FakeOpenAIServer", "default_chat_responder", "question_of", "fake_embedding", "DEFAULT_JUDGE_JSON", "EMBEDDING_DIM"]
+__all__ = ["FakeOpenAIServer", "default_chat_responder", "question_of", "schema_reply", "fake_embedding", "DEFAULT_JUDGE_JSON", "EMBEDDING_DIM"]

@@ -159,12 +159,17 @@ class Judge:
         if isinstance(flags, list) and len(flags) == len(docs):
             out.context_precision = round(context_precision_at_k([bool(v) for v in flags]), 4)
 
-    def score(self, question: str, answer: str, context: list[str], docs: list[str]) -> JudgeScores:
-        """All three metrics of one answer (context: patient messages + documents)."""
+    def score(self, question: str, answer: str, context: list[str], docs: list[str],
+              metrics: list[str] | tuple[str, ...] = ("faithfulness", "answer_relevance",
+                                                      "context_precision")) -> JudgeScores:
+        """The ``metrics`` of one answer (context: patient messages + documents)."""
         out = JudgeScores()
-        self.faithfulness(answer, context, out)
-        self.answer_relevance(question, answer, out)
-        self.context_precision(question, answer, docs, out)
+        if "faithfulness" in metrics:
+            self.faithfulness(answer, context, out)
+        if "answer_relevance" in metrics:
+            self.answer_relevance(question, answer, out)
+        if "context_precision" in metrics:
+            self.context_precision(question, answer, docs, out)
         return out
 
 

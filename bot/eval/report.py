@@ -22,6 +22,8 @@ from bot.eval.statistics import Estimate, Paired, mean_ci, paired
 # metric -> (label, where it comes from, needs the judge)
 METRICS: dict[str, tuple[str, str]] = {
     "faithfulness": ("Faithfulness (RAGAS)", "judge"),
+    "checker_mean_p": ("Faithfulness (checker: mean P(supported) per claim)", "checker"),
+    "checker_rejected_share": ("Shipped claims the checker rejects", "checker"),
     "answer_relevance": ("Answer relevance (RAGAS)", "judge"),
     "context_precision": ("Context precision (RAGAS)", "judge"),
     "perplexity": ("Perplexity of the answer", "logprobs"),
@@ -39,6 +41,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "llm_calls": ("LLM calls per turn", "cost"),
     "endpoint_prompt_tokens": ("Prompt tokens (endpoint)", "cost"),
     "endpoint_completion_tokens": ("Completion tokens (endpoint)", "cost"),
+    "endpoint_cached_tokens": ("Prompt tokens served from the server's cache", "cost"),
+    "endpoint_processed_tokens": ("Tokens processed (prompt not cached + completion)", "cost"),
     "prompt_tokens_cl100k": ("Prompt tokens (cl100k, budgeted)", "cost"),
     "cache_hit": ("Cache hit rate", "cost"),
     "refine_iterations": ("Refine iterations", "refine"),
@@ -75,6 +79,13 @@ def value(r: dict[str, Any], metric: str) -> float | None:
         v = usage.get("prompt_tokens") if usage.get("calls") else None
     elif metric == "endpoint_completion_tokens":
         v = usage.get("completion_tokens") if usage.get("calls") else None
+    elif metric == "endpoint_cached_tokens":
+        v = usage.get("cached_tokens") if usage.get("calls") else None
+    elif metric == "endpoint_processed_tokens":
+        v = (usage.get("prompt_tokens", 0) - (usage.get("cached_tokens") or 0)
+             + usage.get("completion_tokens", 0)) if usage.get("calls") else None
+    elif metric in ("checker_mean_p", "checker_rejected_share"):
+        v = (r.get("checker") or {}).get(metric.removeprefix("checker_"))
     elif metric == "hit_iteration_cap":
         reason = r.get("refine_stop_reason")
         v = None if reason is None else str(reason).startswith("max_iterations")
@@ -168,6 +179,16 @@ def _claims(records, conds, summary, comps) -> list[str]:
                      f"{'refuted' if ratio > 0.6 else 'supported'}: the agent costs ×{ratio:.1f} the plain model |")
     else:
         lines.append(f"| {CLAIMS[4][0]} | – | – | – | – | – | not measured (needs both modes at an endpoint) |")
+    proc = {c: [v for r in records if r["condition"] == c and (v := value(r, "endpoint_processed_tokens")) is not None]
+            for c in ("llm", "ai_agent")}
+    cached = {c: [v for r in records if r["condition"] == c and (v := value(r, "endpoint_cached_tokens")) is not None]
+              for c in ("llm", "ai_agent")}
+    if proc["llm"] and proc["ai_agent"]:
+        a, b = (sum(proc[c]) / len(proc[c]) for c in ("llm", "ai_agent"))
+        ca, cb = (sum(cached[c]) / len(cached[c]) if cached[c] else 0.0 for c in ("llm", "ai_agent"))
+        lines.append(f"| Tokens processed (prompt not served from the cache + completion) | {a:,.0f} tokens/turn "
+                     f"({ca:,.0f} cached) | {b:,.0f} tokens/turn ({cb:,.0f} cached) | ×{b / a:.2f} | – | – | "
+                     f"target ≤ ×3: {'met' if b / a <= 3 else 'missed'} |")
     return lines
 
 
@@ -203,7 +224,7 @@ def _other_claims(records, conds, meta: dict | None = None) -> list[str]:
         out.append(f"- **0.3 s on a cache hit**: measured {_est(lat)} ms over {len(hits)} hits.")
     calls = mean_ci([r.get("llm_calls") for r in agent])
     out.append(f"- **LLM calls per question 3.5 → 2.6**: measured {_est(calls)} calls per `ai_agent` turn "
-               "(answer, judge, rewrites; the compression job's summaries are counted apart).")
+               "(answer, verification, repair, rewrite; the compression job's summaries are counted apart).")
     capped = [value(r, "hit_iteration_cap") for r in agent if value(r, "hit_iteration_cap") is not None]
     reasons = Counter(str(r.get("refine_stop_reason") or "none").split(" ")[0] for r in agent)
     iters = max((r.get("refine_iterations") or 0) for r in agent)

@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 DEFAULT_SYNTHEA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "synthea"
 
 
+JUDGE_METRICS = ("faithfulness", "answer_relevance", "context_precision")
+
+
 class EvalError(RuntimeError):
     """The run cannot start (data missing, output directory of another run); the message says why."""
 
@@ -60,6 +63,11 @@ class EvalConfig:
         retention: also run the 15-turn retention scenario per language.
         flags: feature-flag overrides for every condition.
         judge: run the judge metrics when an endpoint is configured.
+        judge_metrics: which judge metrics (``faithfulness``, ``answer_relevance``,
+            ``context_precision``); fewer metrics, fewer judge calls per turn. The calibration
+            set (``calibration.json``) runs only with all three; the judge's faithfulness
+            verdicts are measured on the labelled set instead (``medbot bench verify
+            --backend judge``).
         index: a knowledge index other than the bundled one.
     """
 
@@ -74,6 +82,7 @@ class EvalConfig:
     retention: bool = True
     flags: dict[str, Any] = field(default_factory=dict)
     judge: bool = True
+    judge_metrics: list[str] = field(default_factory=lambda: list(JUDGE_METRICS))
     index: Path | None = None
 
     def scenario_key(self) -> dict[str, Any]:
@@ -156,6 +165,8 @@ def cfg_command(cfg: EvalConfig) -> str:
     parts += [f"--flag {k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in cfg.flags.items()]
     if not cfg.judge:
         parts.append("--no-judge")
+    elif list(cfg.judge_metrics) != list(JUDGE_METRICS):
+        parts.append(" ".join(f"--judge-metric {m}" for m in cfg.judge_metrics))
     if cfg.index:
         parts.append(f"--index {cfg.index}")
     parts.append(f"--out {cfg.out}")
@@ -331,9 +342,35 @@ def run_turn(h: Harness, cond: Condition, sc: Scenario, turn_idx: int) -> dict[s
         compress_user(agent.services.repo, user, agent.services.extractor, h.llm, counts,
                       size=flags.compression_threshold)
         record["job"] = {"summaries": counts.summaries, "llm_calls": counts.llm_calls}
+    if answer and not record["emergency"] and not record["cache_hit"]:
+        record["checker"] = _check(h, sc, turn_idx, answer, record["sources"])
     if h.judge is not None and answer and not record["emergency"]:
         record["judge"] = _judge(h, sc, turn_idx, answer, record["sources"])
+    record["verification"] = _verification_brief(trace)
     return record
+
+
+def _verification_brief(trace: dict[str, Any]) -> dict[str, Any] | None:
+    """The agent's own verification and repair of the turn, without the per-sentence rows."""
+    v = trace.get("verification")
+    if not v:
+        return None
+    out = {k: v.get(k) for k in ("backend", "claims", "failed", "supported_share", "mean_p", "calls", "usage", "note")}
+    if trace.get("repair"):
+        out["repair"] = trace["repair"]
+    return out
+
+
+def _check(h: Harness, sc: Scenario, turn_idx: int, answer: str, doc_ids: list[str]) -> dict[str, Any]:
+    """The offline checker on the shipped answer, against the documents it cites (``llm``
+    mode, which cites none: the reference retrieval's documents, every claim against all)."""
+    docs = [h.doc_texts.get(d, "") for d in doc_ids] or h.reference_docs(sc.turns[turn_idx].text)
+    check = h.base.checker().check(answer, docs)
+    rejected = len(check.failed)
+    return {"claims": len(check.verdicts), "rejected": rejected,
+            "rejected_share": round(rejected / len(check.verdicts), 4) if check.verdicts else None,
+            "mean_p": None if check.mean_p is None else round(check.mean_p, 4),
+            "context": "own documents" if doc_ids else "reference retrieval (k=5)"}
 
 
 def _judge(h: Harness, sc: Scenario, turn_idx: int, answer: str, doc_ids: list[str]) -> dict[str, Any]:
@@ -342,7 +379,7 @@ def _judge(h: Harness, sc: Scenario, turn_idx: int, answer: str, doc_ids: list[s
     docs = [f"{h.doc_titles.get(d, '')}\n{h.doc_texts.get(d, '')}" for d in doc_ids]
     ref = docs or h.reference_docs(turn.text)
     t0 = time.perf_counter()
-    scores = h.judge.score(turn.text, answer, [said, *ref], docs)  # type: ignore[union-attr]
+    scores = h.judge.score(turn.text, answer, [said, *ref], docs, h.cfg.judge_metrics)  # type: ignore[union-attr]
     out = dataclasses.asdict(scores)
     out.update({"context": "own documents" if docs else "reference retrieval (k=5)",
                 "judge_ms": round((time.perf_counter() - t0) * 1000, 1)})
@@ -351,8 +388,9 @@ def _judge(h: Harness, sc: Scenario, turn_idx: int, answer: str, doc_ids: list[s
 
 def rejudge_failed(h: Harness, scenarios: list[Scenario], path: Path) -> int:
     """Judge again, once, the recorded turns whose judge call failed (a reply cut off, the
-    endpoint down), without re-running the agent; ``turns.jsonl`` is rewritten atomically.
-    Returns how many records were re-judged."""
+    endpoint down), and judge the turns recorded without a judge (a run started with
+    ``--no-judge`` and resumed with it), without re-running the agent; ``turns.jsonl`` is
+    rewritten atomically. Returns how many records were (re-)judged."""
     if h.judge is None or not path.exists():
         return 0
     by_id, out, changed = {s.id: s for s in scenarios}, [], 0
@@ -364,10 +402,11 @@ def rejudge_failed(h: Harness, scenarios: list[Scenario], path: Path) -> int:
             continue
         j = r.get("judge") or {}
         sc = by_id.get(r["scenario"])
-        if j.get("judge_errors") and not j.get("rejudged") and sc is not None:
+        unjudged = "judge" not in r and r.get("answer") and not r.get("emergency")
+        if (unjudged or (j.get("judge_errors") and not j.get("rejudged"))) and sc is not None:
             idx = next(i for i, t in enumerate(sc.turns) if t.n == int(r["turn"]))
             r["judge"] = {**_judge(h, sc, idx, r["answer"], r["sources"]), "rejudged": True,
-                          "first_errors": j["judge_errors"]}
+                          "first_errors": j.get("judge_errors", "not judged when run")}
             line, changed = json.dumps(r, ensure_ascii=False, default=str), changed + 1
         out.append(line)
     if changed:
@@ -420,7 +459,8 @@ def run_eval(cfg: EvalConfig, settings, progress: bool = True) -> dict[str, Any]
     pending = [(c, s, i) for s in ordered for i in range(len(s.turns)) for c in conds
                if (c.name, s.id, s.turns[i].n) not in done]
     h = Harness(cfg, settings) if pending else None
-    if h is not None and h.judge is not None and not (cfg.out / "calibration.json").exists():
+    if (h is not None and h.judge is not None and not (cfg.out / "calibration.json").exists()
+            and list(cfg.judge_metrics) == list(JUDGE_METRICS)):
         cal = calibrate(h.judge, load_calibration(cfg.langs))
         (cfg.out / "calibration.json").write_text(json.dumps(cal, indent=2, ensure_ascii=False), "utf-8")
     if h is not None:

@@ -6,13 +6,23 @@ exponential backoff (``LLM_MAX_RETRIES``, default 2) and applies ``LLM_TIMEOUT_S
 Every call is counted (:class:`LLMUsage`: calls, failures, prompt and completion tokens as the
 endpoint reports them) and handed to the client's ``observers`` (the evaluation records
 per-turn calls and, with ``logprobs`` on, the answer's token log-probabilities for perplexity).
+
+Prompt caching: a server that keeps the KV cache of an earlier request (llama.cpp's
+``cache_prompt``, on by default in its server; OpenAI's automatic prompt caching) processes only
+the tokens after the longest prefix it already holds. The reply records how many prompt tokens
+were served from that cache: ``usage.prompt_tokens_details.cached_tokens`` (OpenAI, and
+llama.cpp since 2025), else llama.cpp's ``timings.cache_n``.
+
+Streaming: :meth:`ChatClient.stream` yields the answer's text as it is generated and ends with
+the same :class:`LLMReply` that :meth:`ChatClient.complete` returns (usage from the stream's
+last chunk, ``stream_options.include_usage``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +45,14 @@ class LLMReply:
     ms: float
     logprobs: list[float] | None = None  # natural-log probability of each generated token
     finish_reason: str | None = None
+    cached_tokens: int | None = None  # prompt tokens the server served from its prompt cache
+    tokens: list[str] | None = None  # the generated tokens' texts (with logprobs on)
+    top_logprobs: list[dict[str, float]] | None = None  # per token: candidate -> logprob
+
+    @property
+    def processed_prompt_tokens(self) -> int:
+        """Prompt tokens the server had to process (not served from its cache)."""
+        return self.prompt_tokens - (self.cached_tokens or 0)
 
 
 @dataclass
@@ -50,16 +68,19 @@ class LLMUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     ms: float = 0.0
+    cached_tokens: int = 0  # of prompt_tokens, served from the server's prompt cache
 
     def snapshot(self) -> "LLMUsage":
         """A copy (subtract two snapshots to get the usage between them)."""
-        return LLMUsage(self.calls, self.failures, self.prompt_tokens, self.completion_tokens, self.ms)
+        return LLMUsage(self.calls, self.failures, self.prompt_tokens, self.completion_tokens, self.ms,
+                        self.cached_tokens)
 
     def minus(self, before: "LLMUsage") -> "LLMUsage":
         """The usage since ``before`` (a snapshot)."""
         return LLMUsage(self.calls - before.calls, self.failures - before.failures,
                         self.prompt_tokens - before.prompt_tokens,
-                        self.completion_tokens - before.completion_tokens, round(self.ms - before.ms, 1))
+                        self.completion_tokens - before.completion_tokens, round(self.ms - before.ms, 1),
+                        self.cached_tokens - before.cached_tokens)
 
 
 def make_openai_client(settings: Settings) -> openai.OpenAI:
@@ -92,7 +113,7 @@ class ChatClient:
     def complete(self, messages: list[dict[str, str]], *, json_mode: bool = False,
                  max_tokens: int = 800, temperature: float = 0.2,
                  json_schema: dict[str, Any] | None = None, timeout: float | None = None,
-                 seed: int | None = None) -> LLMReply:
+                 seed: int | None = None, top_logprobs: int = 0) -> LLMReply:
         """One chat completion.
 
         Args:
@@ -103,25 +124,16 @@ class ChatClient:
                 name ``reply``); takes precedence over ``json_mode``.
             timeout: seconds for this call (default ``LLM_TIMEOUT_S``).
             seed: sampling seed, for endpoints that honour it.
+            top_logprobs: also ask for this many candidates per generated token (the
+                verification reads P(true) against P(false) from them); 0: none.
         Returns:
-            :class:`LLMReply` (``logprobs`` filled when :attr:`logprobs` is on and the endpoint
-            returns them).
+            :class:`LLMReply` (``logprobs`` filled when :attr:`logprobs` is on or
+            ``top_logprobs`` is set and the endpoint returns them).
         Raises:
             LLMError: the request failed after retries or the reply had no text.
         """
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages,
-                                  "max_tokens": max_tokens, "temperature": temperature}
-        if json_schema is not None:
-            kwargs["response_format"] = {"type": "json_schema",
-                                         "json_schema": {"name": "reply", "schema": json_schema}}
-        elif json_mode:
-            kwargs["response_format"] = {"type": "json_object"}
-        if self.logprobs:
-            kwargs["logprobs"] = True
-        if timeout is not None:
-            kwargs["timeout"] = timeout
-        if seed is not None:
-            kwargs["seed"] = seed
+        kwargs = self._kwargs(messages, json_mode, max_tokens, temperature, json_schema, timeout, seed,
+                              top_logprobs)
         t0 = time.perf_counter()
         try:
             resp = self._client.chat.completions.create(**kwargs)
@@ -132,15 +144,71 @@ class ChatClient:
         if not resp.choices or not resp.choices[0].message.content:
             self._count(None)
             raise LLMError("LLM reply had no text")
-        usage, choice = resp.usage, resp.choices[0]
-        reply = LLMReply(text=choice.message.content.strip(),
-                         prompt_tokens=int(usage.prompt_tokens) if usage else 0,
-                         completion_tokens=int(usage.completion_tokens) if usage else 0, ms=ms,
-                         logprobs=_token_logprobs(choice), finish_reason=choice.finish_reason)
+        choice = resp.choices[0]
+        tokens, tops = _token_candidates(choice)
+        reply = LLMReply(text=choice.message.content.strip(), **_usage(resp), ms=ms,
+                         logprobs=_token_logprobs(choice), finish_reason=choice.finish_reason,
+                         tokens=tokens, top_logprobs=tops)
+        return self._finish(messages, reply)
+
+    def _kwargs(self, messages: list[dict[str, str]], json_mode: bool, max_tokens: int,
+                temperature: float, json_schema: dict[str, Any] | None, timeout: float | None,
+                seed: int | None, top_logprobs: int) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages,
+                                  "max_tokens": max_tokens, "temperature": temperature}
+        if json_schema is not None:
+            kwargs["response_format"] = {"type": "json_schema",
+                                         "json_schema": {"name": "reply", "schema": json_schema}}
+        elif json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        if self.logprobs or top_logprobs:
+            kwargs["logprobs"] = True
+        if top_logprobs:
+            kwargs["top_logprobs"] = top_logprobs
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        if seed is not None:
+            kwargs["seed"] = seed
+        return kwargs
+
+    def _finish(self, messages: list[dict[str, str]], reply: LLMReply) -> LLMReply:
         self._count(reply)
         for observe in list(self.observers):
             observe(messages, reply)
         return reply
+
+    def stream(self, messages: list[dict[str, str]], *, max_tokens: int = 800,
+               temperature: float = 0.2, timeout: float | None = None,
+               seed: int | None = None) -> Iterator[str | LLMReply]:
+        """One chat completion, streamed: yields text deltas (``str``) as the server writes
+        them, then one final :class:`LLMReply` (whole text stripped, usage, cached tokens).
+
+        Raises:
+            LLMError: the request failed (also mid-stream) or produced no text.
+        """
+        kwargs = self._kwargs(messages, False, max_tokens, temperature, None, timeout, seed, 0)
+        kwargs.update(stream=True, stream_options={"include_usage": True})
+        kwargs.pop("logprobs", None)
+        t0, parts, finish, last = time.perf_counter(), [], None, None
+        try:
+            for chunk in self._client.chat.completions.create(**kwargs):
+                last = chunk
+                for choice in chunk.choices or []:
+                    finish = choice.finish_reason or finish
+                    delta = getattr(choice.delta, "content", None)
+                    if delta:
+                        parts.append(delta)
+                        yield delta
+        except openai.OpenAIError as exc:
+            self._count(None)
+            raise LLMError(f"LLM stream failed: {exc}") from exc
+        text = "".join(parts).strip()
+        if not text:
+            self._count(None)
+            raise LLMError("LLM reply had no text")
+        usage = _usage(last) if last is not None else {"prompt_tokens": 0, "completion_tokens": 0}
+        yield self._finish(messages, LLMReply(text=text, **usage, ms=(time.perf_counter() - t0) * 1000,
+                                              finish_reason=finish))
 
     def _count(self, reply: LLMReply | None) -> None:
         with self._lock:
@@ -150,7 +218,48 @@ class ChatClient:
             self.usage.calls += 1
             self.usage.prompt_tokens += reply.prompt_tokens
             self.usage.completion_tokens += reply.completion_tokens
+            self.usage.cached_tokens += reply.cached_tokens or 0
             self.usage.ms += reply.ms
+
+
+def collect(stream: Iterator[str | LLMReply], on_text: Callable[[str], None] | None = None) -> LLMReply:
+    """Drain :meth:`ChatClient.stream`, handing each text delta to ``on_text``; returns the
+    final :class:`LLMReply`.
+
+    Raises:
+        LLMError: the stream failed or ended without a reply.
+    """
+    for item in stream:
+        if isinstance(item, LLMReply):
+            return item
+        if on_text is not None:
+            on_text(item)
+    raise LLMError("LLM stream ended without a reply")
+
+
+def _usage(resp: Any) -> dict[str, Any]:
+    """Prompt, completion and cached prompt tokens of a response (or a stream's last chunk).
+
+    The cached count is ``usage.prompt_tokens_details.cached_tokens`` when the server sends it,
+    else llama.cpp's ``timings.cache_n`` (a field the ``openai`` package keeps as an extra);
+    ``None`` when the server reports neither."""
+    usage = getattr(resp, "usage", None)
+    details = getattr(usage, "prompt_tokens_details", None) if usage else None
+    cached = getattr(details, "cached_tokens", None) if details else None
+    if cached is None:
+        timings = (getattr(resp, "model_extra", None) or {}).get("timings") or {}
+        cached = timings.get("cache_n")
+    return {"prompt_tokens": int(usage.prompt_tokens) if usage else 0,
+            "completion_tokens": int(usage.completion_tokens) if usage else 0,
+            "cached_tokens": None if cached is None else int(cached)}
+
+
+def _token_candidates(choice: Any) -> tuple[list[str] | None, list[dict[str, float]] | None]:
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None, None
+    tops = [{c.token: float(c.logprob) for c in (t.top_logprobs or [])} for t in content]
+    return [t.token for t in content], (tops if any(tops) else None)
 
 
 def _token_logprobs(choice: Any) -> list[float] | None:

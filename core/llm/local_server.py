@@ -5,6 +5,12 @@ For deployments whose patient data must stay on the premises, and for the evalua
 ``local-llm``) embeds llama.cpp's own C++ server: ``/v1/chat/completions`` with system prompts,
 ``json_object`` / ``json_schema`` response formats, streaming with usage, and ``logprobs``.
 
+Prompt cache: llama.cpp's server keeps each slot's KV cache between requests (``cache_prompt``,
+on by default) and a host-RAM prompt cache of earlier prompts (``cache_ram_mib``, 8 GiB by
+default), so a request that extends an earlier one (the agent's verification and repair calls
+extend its answer call) processes only its new tokens; the reply reports them
+(``usage.prompt_tokens_details.cached_tokens``, ``timings.cache_n``).
+
 Threads: on 2 shared cores, llama.cpp's OpenMP workers spin while they wait by default, and two
 threads then collapse to about 1 token/s when another process holds a core. The defaults are
 one thread and ``OMP_WAIT_POLICY=PASSIVE`` (set before the library loads, unless the operator

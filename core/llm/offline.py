@@ -33,6 +33,10 @@ _NOTHING = {
           "Please rephrase it more specifically, or ask your doctor or pharmacist.",
 }
 _OTHER_LANG = {"ko": "(영문 자료 인용)", "en": "(quoted from a Korean source)"}
+FRAMING_PREFIXES = tuple([*_OPENING.values(), *(t.split("{")[0].strip() for t in (*_PROFILE.values(), *_VALUE.values())),
+                          *(t.split(".")[0] for t in _NOTHING.values()), "Compare it with the ranges", "아래 자료의 기준과",
+                          *_OTHER_LANG.values()])
+"""The beginnings of the fixed lines above: not claims (:mod:`core.verification.claims`)."""
 
 
 def refusal(lang: str) -> str:

@@ -4,8 +4,18 @@ Both read the same evidence (issue 14): the sentences of the retrieved documents
 the relevance floor of :func:`core.evidence.select_evidence`. The documents holding them are
 the evidence documents, numbered 1..m in retrieval order; the prompt's evidence section holds
 their selected sentences (:data:`MAX_EVIDENCE`, :data:`EVIDENCE_PER_DOC`), the offline answer
-quotes the best of them, and the reply's sources are exactly these documents. An LLM answer's
-``[n]`` citations are then checked against document n (:mod:`core.citations`).
+quotes the best of them, and the reply's sources are exactly these documents.
+
+The answer prompt is laid out for prefix reuse (SPEC.md §11 "Verification"): the fixed system
+text, then the evidence, then the profile and memory, then the question; ``refine`` extends
+these messages unchanged with the verification request. An LLM answer is one call
+(:data:`ANSWER_MAX_TOKENS`), streamed to ``state["stream_sink"]`` when a caller set one (a
+function taking each text delta; the final answer is still the checked one). The offline answer
+quotes only sentences the checker supports (:mod:`core.verification`, none below the floor).
+
+On a refine iteration that re-retrieved because a sentence lacked evidence
+(``state["pending_repair"]``), this node does not write a new answer: it makes the one repair
+call with the new evidence appended (:func:`core.verification.repair.repair_call`).
 """
 
 from __future__ import annotations
@@ -14,17 +24,18 @@ import logging
 from typing import Any
 
 from core import prompts
-from core.citations import check_citations
 from core.compression import compress_for_state
 from core.context import assemble_messages, plain_messages, prompt_tokens, render_documents
 from core.evidence import Personal, Selection, not_applicable_terms, select_evidence
-from core.llm.client import LLMError
+from core.llm.client import LLMError, collect
 from core.llm.offline import MAX_PER_DOC, MAX_SENTENCES, compose_answer, value_line
+from core.verification.claims import Claim
 from core.services import Services
 from core.state import AgentState
 
 log = logging.getLogger(__name__)
 MAX_EVIDENCE, EVIDENCE_PER_DOC = 8, 3  # sentences the LLM prompt gets (the offline answer quotes ≤ 5)
+ANSWER_MAX_TOKENS = 400  # the brief answer the system prompt asks for (6 sentences) fits with room
 
 _NO_LLM_BASELINE = {
     "ko": "일반 LLM 모드(mode=llm)는 LLM 엔드포인트가 설정되어 있어야 해요. 오프라인에서는 근거 없이 "
@@ -84,7 +95,7 @@ def generate_answer(state: AgentState, svc: Services) -> dict[str, Any]:
     doc_text, n_docs = render_documents(comp.docs, plan["documents"], lang)
     ev_docs = ev_docs[:n_docs]
     numbers = {i: n for i, n in numbers.items() if n <= n_docs}
-    order = [sections.get(k, "") for k in ("profile", "long_term", "dialogue")] + [doc_text]
+    order = [doc_text] + [sections.get(k, "") for k in ("profile", "long_term", "dialogue")]
     messages = plain_messages(sections["system"], sections["question"]) if state["mode"] == "llm" \
         else assemble_messages(sections["system"], order, sections["question"], lang)
     out: dict[str, Any] = {"prompt_tokens": prompt_tokens(messages), "sources": _sources(ev_docs),
@@ -95,27 +106,92 @@ def generate_answer(state: AgentState, svc: Services) -> dict[str, Any]:
     if intent["label"] in ("greeting", "acknowledgement") and svc.llm is None:
         table = prompts.GREETING if intent["label"] == "greeting" else prompts.ACK
         return {**out, "answer": table.get(lang, table["en"]), "generator": "template"}
+    if svc.llm is not None and state.get("pending_repair"):
+        return {**out, **repair_with_evidence(state, svc, comp.docs[:n_docs], lang)}
+    if svc.llm is not None and state["mode"] == "ai_agent" and numbers:
+        out["fallback_answer"] = offline_answer(state, svc, sel, numbers, ev_docs, docs, lang)[0]
     if svc.llm is not None:
         try:
-            reply = svc.llm.complete(messages)
+            reply = answer_call(svc, messages, state.get("stream_sink"), state["mode"])
         except LLMError as exc:
             log.warning("LLM failed, answering offline: %s", exc)
             out["notes"] = out.get("notes", state.get("notes", [])) + [f"LLM failed, offline answer: {exc}"]
         else:
             if intent["label"] in ("greeting", "acknowledgement"):
                 return {**out, "answer": reply.text, "generator": "llm", "llm_calls": comp.llm_calls + 1}
-            check = check_citations(reply.text, [d["text"] for d in comp.docs[:n_docs]], svc.embedder)
-            notes = out.get("notes", state.get("notes", []))
-            if check.unsupported:
-                notes = notes + [check.note()]
+            usage = {"prompt_tokens": reply.prompt_tokens, "cached_tokens": reply.cached_tokens,
+                     "completion_tokens": reply.completion_tokens, "ms": round(reply.ms, 1)}
             return {**out, "answer": _with_disclaimer(reply.text, lang), "generator": "llm",
-                    "llm_calls": comp.llm_calls + 1, "citations": check.to_dict(), "notes": notes}
+                    "llm_calls": comp.llm_calls + 1, "answer_raw": reply.text, "answer_messages": messages,
+                    "evidence_texts": [d["text"] for d in comp.docs[:n_docs]], "answer_usage": usage}
     if state["mode"] == "llm":
         return {**out, "answer": _with_disclaimer(_NO_LLM_BASELINE.get(lang, _NO_LLM_BASELINE["en"]), lang),
                 "generator": "none", "sources": []}
+    answer, check = offline_answer(state, svc, sel, numbers, ev_docs, docs, lang)
+    out["verification"] = check
+    return {**out, "answer": answer, "generator": "offline", "evidence_texts": [d["text"] for d in ev_docs]}
+
+
+def offline_answer(state: AgentState, svc: Services, sel: Selection, numbers: dict[int, int],
+                   ev_docs: list[dict[str, Any]], docs: list[dict[str, Any]], lang: str) -> tuple[str, dict[str, Any]]:
+    """The offline extractive answer (:func:`core.llm.offline.compose_answer`) quoting only the
+    sentences the checker supports; returns it and the check for the state."""
     picked = [c for c in sel.take(MAX_SENTENCES, MAX_PER_DOC) if c.doc in numbers]
-    profile_line = state.get("profile_summary", "") if sections.get("profile") else ""
+    picked, check = supported_quotes(svc, picked, numbers, ev_docs)
+    profile_line = state.get("profile_summary", "") if state["sections"].get("profile") else ""
     wants_value = (state.get("qtype") or {}).get("label") == "test_result"  # "what does my value mean"
     values = value_line(state.get("user_values") or [], lang) if picked and wants_value else ""
-    answer = compose_answer(picked, numbers, lang, docs, profile_line, values)
-    return {**out, "answer": answer, "generator": "offline"}
+    return compose_answer(picked, numbers, lang, docs, profile_line, values), check
+
+
+def answer_call(svc: Services, messages: list[dict[str, str]], sink, mode: str):  # noqa: ANN001
+    """The one answer call: streamed to ``sink`` (a function taking each text delta) when one
+    is given, else a plain completion. The agent's answer is capped at
+    :data:`ANSWER_MAX_TOKENS`; the baseline keeps the client's default.
+
+    Raises:
+        LLMError: the endpoint failed.
+    """
+    limit = {"max_tokens": ANSWER_MAX_TOKENS} if mode == "ai_agent" else {}
+    if sink is None:
+        return svc.llm.complete(messages, **limit)  # type: ignore[union-attr]
+    return collect(svc.llm.stream(messages, **limit), sink)  # type: ignore[union-attr]
+
+
+def supported_quotes(svc: Services, picked: list, numbers: dict[int, int],
+                     ev_docs: list[dict[str, Any]]) -> tuple[list, dict[str, Any]]:
+    """The offline answer's quotes that the offline checker supports (P at or above the
+    floor) against the document each cites; the rest are left out. Returns (kept quotes, the
+    verification for the state)."""
+    if not picked:
+        return picked, {}
+    docs = [d["text"] for d in ev_docs]
+    claims = [Claim(i, c.text, c.text, (numbers[c.doc],)) for i, c in enumerate(picked)]
+    check = svc.checker().check(claims, docs)
+    kept = [c for c, v in zip(picked, check.verdicts) if v.supported]
+    return kept, check.to_dict()
+
+
+def repair_with_evidence(state: AgentState, svc: Services, new_docs: list[dict[str, Any]],
+                         lang: str) -> dict[str, Any]:
+    """The repair call of a refine iteration: the re-retrieved documents, numbered after the
+    first ones, appended to the verification messages with the repair request."""
+    from core.verification.repair import repair_call
+    from core.verification.result import SentenceVerdict, Verification
+
+    pending = state["pending_repair"]
+    first = list(state.get("evidence_texts") or [])
+    section, n = render_documents(new_docs, svc.settings.documents_budget, lang, start=len(first) + 1)
+    documents = first + [d["text"] for d in new_docs[:n]]
+    failed = Verification(pending["backend"], pending["floor"],
+                          [SentenceVerdict(v["i"], v["sentence"], tuple(v["cited"]), v["p"], False)
+                           for v in pending["failed"]])
+    from core.nodes.refine import user_context
+
+    fixed = repair_call(svc.llm, pending["messages"], pending["answer"], failed, documents,  # type: ignore[arg-type]
+                        svc.checker(), lang, more_evidence=section, user_context=user_context(state))
+    sources = list(state.get("sources") or [])
+    sources += [{**src, "n": src["n"] + len(first)} for src in _sources(new_docs[:n])]
+    return {"answer": _with_disclaimer(fixed.answer, lang), "generator": "llm", "answer_raw": fixed.answer,
+            "llm_calls": fixed.calls, "repair": {**fixed.to_dict(), "with_new_evidence": n},
+            "pending_repair": None, "evidence_texts": documents, "sources": sources}

@@ -1,10 +1,25 @@
-"""``refine`` and ``quality_check``: self-refine / corrective RAG (SPEC.md §3.4).
+"""``refine`` and ``quality_check``: verification and one repair (SPEC.md §3.4, refined by §11
+"Verification").
 
-``refine`` scores the answer (LLM judge when configured, heuristic otherwise) and keeps the
-best answer so far. ``quality_check`` applies the loop guards: at most
-``max_refine_iterations`` extra retrievals; stop when the score gained < 0.05 over the last
-iteration; (in ``retrieve``) stop when the new documents overlap the previous ones with
-Jaccard ≥ 0.8. Otherwise it rewrites the query from ``missing_info`` and loops to ``retrieve``.
+``refine`` checks every sentence of the answer against the evidence it cites with the
+calibrated checker (:mod:`core.verification`): with an endpoint and ``llm_based_quality_check``
+one short call that extends the answer call's messages (the server's prompt cache holds the
+rest), otherwise the offline back end (no call). When sentences fail and ``self_refine_enabled``:
+
+- if a failed sentence names a drug, condition or number that no evidence document covers
+  (missing evidence) and a refine iteration is left, the repair waits for a re-retrieval:
+  ``quality_check`` loops to ``retrieve`` and ``generate_answer`` makes the repair call with
+  the new evidence (never a new answer). Meanwhile the answer held in the state has the failed
+  sentences dropped, so whatever stops the loop (the document-overlap guard), nothing
+  unsupported ships;
+- otherwise one repair call rewrites or drops exactly the failed sentences (offline: they are
+  dropped).
+
+The quality score comes from the checker (:func:`core.quality.checker_score`): the share of
+claims supported replaces the judge's grounding. ``quality_check`` applies the loop guards of
+§3.4 to it: at most ``max_refine_iterations`` re-retrievals; stop when the score gained less
+than :data:`MIN_IMPROVEMENT`; (in ``retrieve``) stop when the new documents overlap the
+previous ones with Jaccard ≥ 0.8.
 """
 
 from __future__ import annotations
@@ -16,57 +31,101 @@ from typing import Any
 from core import prompts
 from core.injection import escape_quoted
 from core.llm.client import LLMError
-from core.quality import QualityScore, heuristic_score, parse_judge
+from core.quality import checker_score
 from core.services import Services
 from core.state import AgentState
+from core.verification.claims import split_claims
+from core.verification.endpoint import EndpointChecker
+from core.verification.repair import drop_failed, repair_call
+from core.verification.result import Verification
 
 log = logging.getLogger(__name__)
 MIN_IMPROVEMENT = 0.05
 
 
-def _judge(state: AgentState, svc: Services) -> tuple[QualityScore | None, str]:
-    evidence = "\n\n".join(f"[{i}] {d['text'][:1500]}" for i, d in enumerate(state.get("docs", []), 1))
-    payload = {"question": escape_quoted(state["question"]),  # quoted data (issue 12)
-               "answer": escape_quoted(state["answer"]), "evidence": escape_quoted(evidence)}
-    unsupported = (state.get("citations") or {}).get("unsupported") or []
-    if unsupported:  # core.citations: the judge sees which citations the evidence does not support
-        payload["unsupported_citations"] = [escape_quoted(f"[{u['n']}] {u['sentence']} ({u['reason']})")
-                                            for u in unsupported]
-    user = json.dumps(payload, ensure_ascii=False)
-    try:
-        reply = svc.llm.complete([{"role": "system", "content": prompts.JUDGE},  # type: ignore[union-attr]
-                                  {"role": "user", "content": user}], json_mode=True, max_tokens=400)
-    except LLMError as exc:
-        return None, f"judge failed: {exc}"
-    score = parse_judge(reply.text)
-    return score, "" if score else "judge reply malformed: heuristic used"
+def _documents(state: AgentState) -> list[str]:
+    """The evidence texts in citation order, as the answer's prompt numbered them."""
+    if state.get("evidence_texts") is not None:
+        return list(state["evidence_texts"])
+    return [d["text"] for d in state.get("docs", [])][:len(state.get("sources") or [])]
+
+
+def user_context(state: AgentState) -> str:
+    """What the user said of themselves that an answer may restate: the question and the
+    profile line (their numbers and names are not unsupported claims)."""
+    return f"{state.get('question', '')}\n{state.get('profile_summary', '')}"
+
+
+def _verify(state: AgentState, svc: Services) -> tuple[Verification, list[dict[str, str]]]:
+    """The checker's verdicts on the answer the model wrote (endpoint or offline back end)."""
+    flags, docs = state["flags"], _documents(state)
+    raw = state.get("answer_raw") or state["answer"]
+    use_endpoint = (svc.llm is not None and flags.llm_based_quality_check and flags.self_refine_enabled
+                    and state.get("answer_messages"))
+    if use_endpoint:
+        return EndpointChecker(svc.llm, svc.checker()).check(  # type: ignore[arg-type]
+            state["answer_messages"], raw, docs, state["lang"], user_context(state))
+    return svc.checker().check(raw, docs, user_context(state)), []
+
+
+def _finish(state: AgentState, answer: str, check: Verification, extra: dict[str, Any]) -> dict[str, Any]:
+    """Score the final answer with the checker and remember the best one. When the repair left
+    no claim of an answer that had some, the offline extractive answer over the same evidence
+    (quotes the checker supports: ``state["fallback_answer"]``) stands in: never an empty reply."""
+    if check.verdicts and not split_claims(answer) and state.get("fallback_answer"):
+        answer = state["fallback_answer"]
+        extra = {**extra, "notes": extra.get("notes", state.get("notes", [])) +
+                 ["no sentence of the model's answer was supported: the quoted evidence stands in"]}
+    docs_text = " ".join(d["text"].lower() + " " + d["title"].lower() for d in state.get("docs", []))
+    # only the names the question asked about (its fill-in) may send retrieval after the
+    # profile; any other profile term would bring in documents on its own (issue 14)
+    fill = state.get("profile_fill_in", [])
+    uncovered = [] if any(t.lower() in docs_text for t in fill) else list(fill)
+    with_profile = bool(state["sections"].get("profile"))
+    score = checker_score(check, answer, state.get("profile_terms", []) if with_profile else [],
+                          uncovered if with_profile else [])
+    quality = score.to_dict()
+    best = state.get("best") or {}
+    if not best or quality["overall"] >= best["quality"]["overall"]:
+        best = {"answer": answer, "sources": state.get("sources", []), "quality": quality,
+                "docs": state.get("docs", [])}
+    return {**extra, "answer": answer, "quality": quality, "best": best,
+            "quality_history": state.get("quality_history", []) + [quality["overall"]]}
 
 
 def refine(state: AgentState, svc: Services) -> dict[str, Any]:
-    """Score the current answer and remember the best one."""
-    flags, out = state["flags"], {}
-    score, note = None, ""
-    if svc.llm is not None and flags.llm_based_quality_check:
-        score, note = _judge(state, svc)
-        out["llm_calls"] = 1
-    if score is None:
-        docs_text = " ".join(d["text"].lower() + " " + d["title"].lower() for d in state.get("docs", []))
-        # only the names the question asked about (its fill-in) may send retrieval after the
-        # profile; any other profile term would bring in documents on its own (issue 14)
-        fill = state.get("profile_fill_in", [])  # one drug's names in both languages: any will do
-        uncovered = [] if any(t.lower() in docs_text for t in fill) else list(fill)
-        score = heuristic_score(state["answer"], len(state.get("sources", [])),
-                                state.get("profile_terms", []) if state["sections"].get("profile") else [],
-                                uncovered if state["sections"].get("profile") else [])
-    if note:
-        out["notes"] = state.get("notes", []) + [note]
-    quality = score.to_dict()
-    best = state.get("best") or {}
-    if not best or quality["overall"] > best["quality"]["overall"]:
-        best = {"answer": state["answer"], "sources": state.get("sources", []), "quality": quality,
-                "docs": state.get("docs", [])}
-    return {**out, "quality": quality, "best": best,
-            "quality_history": state.get("quality_history", []) + [quality["overall"]]}
+    """Verify the answer, repair the failed sentences once, and score it (module docstring)."""
+    from core.nodes.generate import _with_disclaimer
+
+    lang, flags = state["lang"], state["flags"]
+    if state.get("repair") and state.get("verification"):  # a repair call just ran: re-check it offline
+        check = svc.checker().check(state.get("answer_raw") or state["answer"], _documents(state),
+                                    user_context(state))
+        fixed = drop_failed(state.get("answer_raw") or state["answer"], check)
+        return _finish(state, _with_disclaimer(fixed.answer, lang), check, {"verification": check.to_dict()})
+    check, messages = _verify(state, svc)
+    out: dict[str, Any] = {"verification": check.to_dict(), "llm_calls": check.calls}
+    raw = state.get("answer_raw") or state["answer"]
+    if not check.failed or not flags.self_refine_enabled:
+        return _finish(state, state["answer"], check, out)
+    missing = [v for v in check.failed if v.missing_evidence]
+    iterations = state.get("refine_iterations", 0)
+    if svc.llm is not None and messages and missing and iterations < flags.max_refine_iterations:
+        out["pending_repair"] = {"messages": messages, "answer": raw, "backend": check.backend,
+                                 "floor": check.floor, "failed": [v.brief() for v in check.failed],
+                                 "missing": [v.sentence for v in missing]}
+        safe = drop_failed(raw, check)  # shipped as is if the loop stops before the repair
+        return _finish(state, _with_disclaimer(safe.answer, lang), check, out)
+    if svc.llm is not None and messages:
+        fixed = repair_call(svc.llm, messages, raw, check, _documents(state), svc.checker(), lang,
+                            user_context=user_context(state))
+    else:
+        fixed = drop_failed(raw, check)
+    out.update(repair=fixed.to_dict(), llm_calls=check.calls + fixed.calls)
+    if fixed.note:
+        out["notes"] = state.get("notes", []) + [fixed.note]
+    return _finish(state, _with_disclaimer(fixed.answer, lang) if state.get("generator") == "llm"
+                   else fixed.answer, check, out)
 
 
 def _rewrite(state: AgentState, svc: Services, missing: list[str]) -> tuple[str, int]:
@@ -89,18 +148,24 @@ def _rewrite(state: AgentState, svc: Services, missing: list[str]) -> tuple[str,
 
 
 def quality_check(state: AgentState, svc: Services) -> dict[str, Any]:
-    """Decide ``retry`` (back to ``retrieve`` with a rewritten query) or ``stop`` with a reason."""
+    """Decide ``retry`` (back to ``retrieve`` with a rewritten query) or ``stop`` with a reason.
+
+    With an endpoint, a retry happens only for a pending repair (sentences whose evidence is
+    missing); offline, when the checker's score is under ``quality_threshold`` or the profile
+    names the question asked about are not covered (``missing_info``)."""
     flags, quality = state["flags"], state["quality"]
     iterations = state.get("refine_iterations", 0)
     history = state.get("quality_history", [])
-    missing = quality.get("missing_info") or []
+    pending = state.get("pending_repair")
+    missing = (pending or {}).get("missing") or quality.get("missing_info") or []
     if not flags.self_refine_enabled:
         reason = "self_refine_disabled"
-    elif quality["overall"] >= flags.quality_threshold and not missing:
-        reason = f"quality_ok ({quality['overall']:.2f} ≥ {flags.quality_threshold})"
+    elif not pending and (svc.llm is not None or (quality["overall"] >= flags.quality_threshold
+                                                  and not quality.get("missing_info"))):
+        reason = f"verified ({quality['overall']:.2f}, {quality.get('grounding', 0):.2f} of claims supported)"
     elif iterations >= flags.max_refine_iterations:
         reason = f"max_iterations ({iterations})"
-    elif len(history) >= 2 and history[-1] - history[-2] < MIN_IMPROVEMENT:
+    elif not pending and len(history) >= 2 and history[-1] - history[-2] < MIN_IMPROVEMENT:
         reason = f"no_improvement (+{history[-1] - history[-2]:.3f} < {MIN_IMPROVEMENT})"
     else:
         query, calls = _rewrite(state, svc, missing or ["details"])
