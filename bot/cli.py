@@ -41,14 +41,14 @@ app.add_typer(llm_app, name="llm")
 
 
 def _setup_logging() -> None:
-    """Log to stderr at ``LOG_LEVEL`` (WARNING by default). The level is set on the handler as
-    well: a library that sets its own logger to DEBUG (bm25s does) would otherwise print its
-    debug lines into the console conversation (issue 14)."""
-    level = os.environ.get("LOG_LEVEL", "WARNING").upper()
-    logging.basicConfig(level=level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for handler in logging.getLogger().handlers:
-        handler.setLevel(level)
+    """Log to stderr at ``LOG_LEVEL`` (WARNING by default) in ``LOG_FORMAT`` (``text``, or
+    ``json``: one object per line; :mod:`core.telemetry.logs`)."""
+    from core.telemetry.logs import setup_logging
+
+    try:
+        setup_logging()
+    except ValueError as exc:
+        _fail(str(exc))
 
 
 def _fail(message: str, code: int = 2) -> None:

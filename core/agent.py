@@ -110,14 +110,32 @@ class Agent:
             if msg.message_id:
                 old = repo.turn_by_message(msg.session, str(msg.message_id))
                 if old is not None:
-                    if recovery.is_interrupted(old, self.settings.turn_stale_s) and recovery.claim(repo, old):
-                        return Accepted(old.id)
-                    return Accepted(old.id, duplicate=True)
-            return Accepted(self._write_ahead(msg, intake, self._lang(msg, intake),
-                                              self._erasure_epoch(msg.user_id)))
+                    return self._repeated(old)
+            meta = {**recovery.received_meta(msg.channel, msg.role, msg.message_id), **intake.meta()}
+            turn_id, created = repo.add_turn_once(msg.user_id, msg.session, intake.stored,
+                                                  self._lang(msg, intake),
+                                                  self._erasure_epoch(msg.user_id), meta)
+            if not created:  # the same delivery was written by another process meanwhile
+                old = repo.turn(turn_id)
+                return self._repeated(old) if old is not None else Accepted(turn_id, duplicate=True)
+            return Accepted(turn_id)
+        except UserErased:
+            log.info("a message was not stored: its user was erased meanwhile")
+            return Accepted(None)
         except Exception:
             log.exception("could not store the message of %s", msg.user_id)
             return Accepted(None)
+
+    def _repeated(self, old: Turn) -> Accepted:
+        """A repeated delivery of the message of turn ``old``: claimed and answered by this
+        process when its owner is gone, else a duplicate (answered or being answered)."""
+        repo = self.services.repo
+        owner = str((old.meta or {}).get("owner") or "")
+        leases = recovery.owner_leases(repo, [owner])
+        if recovery.is_interrupted(old, self.settings.turn_stale_s, leases=leases) \
+                and recovery.claim(repo, old):
+            return Accepted(old.id)
+        return Accepted(old.id, duplicate=True)
 
     def resume(self, turn: Turn) -> OutboundMessage:
         """Answer a turn interrupted by a crash (claimed by :func:`core.recovery

@@ -22,6 +22,8 @@ from core.admin import AdminService, record_turn_metrics
 from core.memory.view import profile_view
 from core.messages import InboundMessage, OutboundMessage
 from core.ordering import RateDecision, SessionSerializer, make_rate_limiter
+from core.recovery import claim, is_interrupted, owner_leases, process_owner
+from core.telemetry import metrics
 from storage.redis import get_redis
 from storage.repositories import Repository
 
@@ -111,6 +113,7 @@ class Frontdesk:
             service is shutting down (the user is told to resend).
         """
         if not self.accepting:
+            metrics.observe_message(msg.channel, "closing")
             await _safe_deliver(deliver, _notice("closing", lang_of(msg)))
             return None
         if msg.command in UNLIMITED_COMMANDS:  # a privacy right is never rate limited (issue 12)
@@ -122,21 +125,70 @@ class Frontdesk:
             self._background.add(notice)
             notice.add_done_callback(self._background.discard)
         accepted = self._write_ahead(msg, decision, on_accepted)
-        return self.serializer.submit(msg.session,
-                                      lambda: self._job(msg, deliver, typing, decision, accepted))
+        metrics.QUEUE_DEPTH.inc()
+
+        async def job() -> None:
+            metrics.QUEUE_DEPTH.dec()
+            await self._job(msg, deliver, typing, decision, accepted)
+
+        return self.serializer.submit(msg.session, job, lambda: self._earlier_done(msg, accepted))
 
     def resume(self, turn, deliver: Deliver) -> asyncio.Future:
         """Answer a turn interrupted by a crash (claimed by :func:`core.recovery
         .claim_interrupted`) in its session's order, and deliver the reply."""
         async def job() -> None:
-            try:
-                reply = await asyncio.to_thread(self.agent.resume, turn)
-            except Exception:
-                log.exception("could not resume turn %s", turn.id)
-                return
-            await _safe_deliver(deliver, reply)
+            await self._resume_now(turn, deliver)
 
         return self.serializer.submit(turn.session_id, job)
+
+    async def _resume_now(self, turn, deliver: Deliver) -> bool:
+        """Answer a claimed turn now, unless it is no longer this process's and open (answered
+        meanwhile ahead of a later message of its session). True when it was answered."""
+        fresh = await asyncio.to_thread(self.agent.services.repo.turn, turn.id)
+        meta = (fresh.meta or {}) if fresh is not None else {}
+        if fresh is None or fresh.reply is not None or meta.get("state") != "received" \
+                or meta.get("owner") != process_owner():
+            return False
+        t0 = time.perf_counter()
+        try:
+            with _in_flight():
+                reply = await asyncio.to_thread(self.agent.resume, fresh)
+        except Exception:
+            log.exception("could not resume turn %s", turn.id)
+            return False
+        channel = str(meta.get("channel") or "")
+        _log_turn(channel, reply, metrics.observe_turn(channel, reply.trace,
+                                                       time.perf_counter() - t0, reply.kind))
+        metrics.RECOVERED.labels("gave_up" if reply.trace.get("interrupted") else "resumed").inc()
+        await _safe_deliver(deliver, reply)
+        return True
+
+    async def _earlier_done(self, msg: InboundMessage, accepted: asyncio.Future) -> bool:
+        """The gate of a message's job (checked under the session lock): True when no earlier
+        turn of its session is still open in another live process. Earlier open turns of dead
+        processes are claimed here (and answered first by the job, :meth:`_answer_earlier`)."""
+        written = await accepted
+        if written is None or written.turn_id is None or written.duplicate:
+            return True
+        repo = self.agent.services.repo
+        earlier = await asyncio.to_thread(repo.received_turns, 20, msg.session, written.turn_id)
+        others = [t for t in earlier if (t.meta or {}).get("owner") != process_owner()]
+        if not others:
+            return True
+        leases = await asyncio.to_thread(owner_leases, repo, {str(t.meta.get("owner")) for t in others})
+        for t in others:
+            if not (is_interrupted(t, self.settings.turn_stale_s, leases=leases)
+                    and await asyncio.to_thread(claim, repo, t)):
+                return False  # a live process still answers it: wait
+        return True
+
+    async def _answer_earlier(self, msg: InboundMessage, turn_id: int, deliver: Deliver) -> None:
+        """Answer the session's earlier open turns this process holds (claimed from a dead
+        process) before the message of ``turn_id``, so the session's replies keep their order."""
+        repo = self.agent.services.repo
+        for t in await asyncio.to_thread(repo.received_turns, 20, msg.session, turn_id):
+            if (t.meta or {}).get("owner") == process_owner():
+                await self._resume_now(t, deliver)
 
     def _write_ahead(self, msg: InboundMessage, decision: asyncio.Future,
                      on_accepted: Callable[[], Awaitable[None]] | None) -> asyncio.Future:
@@ -219,6 +271,8 @@ class Frontdesk:
             log.exception("rate limiter failed for %s", msg.user_id)
             verdict = RateDecision(True)
         if not verdict.allowed:
+            metrics.observe_message(msg.channel, "rate_limited")
+            metrics.TURNS.labels(metrics.safe_label(msg.channel), "refused").inc()
             return
         try:
             written = await accepted
@@ -228,14 +282,18 @@ class Frontdesk:
         if written is not None and written.duplicate:
             log.info("repeated delivery of message %s (turn %s): not answered again",
                      msg.message_id, written.turn_id)
+            metrics.observe_message(msg.channel, "duplicate")
             return
+        metrics.observe_message(msg.channel, "accepted" if written and written.turn_id else "not_stored")
         if written is not None and written.turn_id is not None:
+            await self._answer_earlier(msg, written.turn_id, deliver)
             msg = msg.model_copy(update={"turn_id": written.turn_id})
         try:
             reply = await self.respond(msg, typing)
         except Exception:
             log.exception("message of %s failed", msg.user_id)
             reply = _notice("failed", lang_of(msg))
+            metrics.observe_turn(msg.channel, {"error": True}, 0.0, "failed")
         await _safe_deliver(deliver, reply)
 
     async def _turn(self, msg: InboundMessage, typing: Typing | None) -> OutboundMessage:
@@ -244,9 +302,12 @@ class Frontdesk:
         t0 = time.perf_counter()
         async with self._turn_slots:
             async with (typing() if typing else contextlib.nullcontext()):
-                reply = await self.agent.ahandle(msg)
+                with _in_flight():
+                    reply = await self.agent.ahandle(msg)
         ms = (time.perf_counter() - t0) * 1000
         reply.trace["channel_ms"] = round(ms, 2)
+        _log_turn(msg.channel, reply, metrics.observe_turn(msg.channel, reply.trace, ms / 1000,
+                                                           reply.kind))
         try:
             await asyncio.to_thread(record_turn_metrics, self.engine, reply.trace.get("turn_id"),
                                     ms, int(reply.trace.get("llm_calls") or 0), msg.channel)
@@ -265,6 +326,34 @@ class Frontdesk:
                 name = f.get("name_ko") if lang == "ko" and f.get("name_ko") else f["name"]
                 lines.append(f"- {name} {value} {f.get('unit', '')}".rstrip())
         return OutboundMessage(text="\n".join(lines), lang=lang, kind="command")
+
+
+@contextlib.contextmanager
+def _in_flight():
+    metrics.IN_FLIGHT.inc()
+    try:
+        yield
+    finally:
+        metrics.IN_FLIGHT.dec()
+
+
+def _log_turn(channel: str, reply: OutboundMessage, outcome: str) -> None:
+    """One INFO line per finished turn: ids, channel, outcome and node timings, never text."""
+    trace = reply.trace or {}
+    log.info("turn %s %s %s in %s ms", trace.get("turn_id"), channel, outcome,
+             trace.get("channel_ms", trace.get("total_ms")),
+             extra={"turn_id": trace.get("turn_id"), "channel": channel, "outcome": outcome,
+                    "ms": trace.get("channel_ms", trace.get("total_ms")),
+                    "nodes": _node_ms(trace.get("nodes") or []),
+                    "llm_calls": trace.get("llm_calls", 0), "resumed": bool(trace.get("resumed"))})
+
+
+def _node_ms(nodes: list) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for n in nodes:
+        if isinstance(n, dict) and isinstance(n.get("ms"), (int, float)):
+            out[str(n.get("node"))] = round(out.get(str(n.get("node")), 0.0) + n["ms"], 2)
+    return out
 
 
 def _notice(key: str, lang: str, **kw: Any) -> OutboundMessage:

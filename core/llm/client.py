@@ -19,6 +19,7 @@ from typing import Any
 import openai
 
 from config.settings import Settings
+from core.telemetry.metrics import observe_llm_call
 
 
 class LLMError(RuntimeError):
@@ -127,10 +128,13 @@ class ChatClient:
             resp = self._client.chat.completions.create(**kwargs)
         except openai.OpenAIError as exc:
             self._count(None)
+            observe_llm_call(messages, self.model, time.perf_counter() - t0,
+                             error_type=type(exc).__name__)
             raise LLMError(f"LLM request failed: {exc}") from exc
         ms = (time.perf_counter() - t0) * 1000
         if not resp.choices or not resp.choices[0].message.content:
             self._count(None)
+            observe_llm_call(messages, self.model, ms / 1000, error_type="EmptyReply")
             raise LLMError("LLM reply had no text")
         usage, choice = resp.usage, resp.choices[0]
         reply = LLMReply(text=choice.message.content.strip(),
@@ -138,6 +142,7 @@ class ChatClient:
                          completion_tokens=int(usage.completion_tokens) if usage else 0, ms=ms,
                          logprobs=_token_logprobs(choice), finish_reason=choice.finish_reason)
         self._count(reply)
+        observe_llm_call(messages, self.model, ms / 1000, reply.prompt_tokens, reply.completion_tokens)
         for observe in list(self.observers):
             observe(messages, reply)
         return reply
