@@ -136,6 +136,9 @@ class Settings(BaseSettings):
     # lease in the database every third of PROCESS_LEASE_TTL_S; a process whose lease lapsed is
     # dead, and any live one takes over its unanswered turns at its next recovery round (every
     # RECOVERY_INTERVAL_S), so they are answered within about TTL + interval (target ≤ 60 s).
+    # a message's write-ahead is tried again for this long while the database refuses it (a
+    # restart); a webhook then answers the platform 503, so the message is delivered again
+    write_ahead_retry_s: float = Field(10.0, alias="WRITE_AHEAD_RETRY_S", ge=0)
     process_lease_ttl_s: float = Field(15.0, alias="PROCESS_LEASE_TTL_S", ge=3)
     recovery_interval_s: float = Field(5.0, alias="RECOVERY_INTERVAL_S", gt=0)
     # /healthz, /readyz and /metrics on a port of their own as well (web: besides PORT; worker:

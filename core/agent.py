@@ -41,10 +41,12 @@ class Accepted:
         turn_id: its turn, or ``None`` when nothing was stored (empty message, database down).
         duplicate: the platform delivered this message before and its turn is answered or
             being answered: it must not be answered again.
+        failed: the database refused the write (down, restarting): the message is not stored.
     """
 
     turn_id: int | None
     duplicate: bool = False
+    failed: bool = False
 
 _EMPTY = {"ko": "메시지가 비어 있어요. 궁금한 점을 글로 적어 주세요.",
           "en": "Your message is empty. Please type your question."}
@@ -122,9 +124,9 @@ class Agent:
         except UserErased:
             log.info("a message was not stored: its user was erased meanwhile")
             return Accepted(None)
-        except Exception:
-            log.exception("could not store the message of %s", msg.user_id)
-            return Accepted(None)
+        except Exception as exc:
+            log.warning("could not store the message of %s: %s", msg.user_id, type(exc).__name__)
+            return Accepted(None, failed=True)
 
     def _repeated(self, old: Turn) -> Accepted:
         """A repeated delivery of the message of turn ``old``: claimed and answered by this

@@ -96,7 +96,9 @@ class Frontdesk:
                 await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def submit(self, msg: InboundMessage, deliver: Deliver, typing: Typing | None = None,
-                     on_accepted: Callable[[], Awaitable[None]] | None = None) -> asyncio.Future | None:
+                     on_accepted: Callable[[], Awaitable[None]] | None = None,
+                     on_stored: Callable[[bool], None] | None = None,
+                     durable: bool = False) -> asyncio.Future | None:
         """Accept one message: its place in the session's order is taken now, the rate limit
         is checked at once, the message is written as a turn at once (write-ahead, before it
         waits for its session's earlier turns), and the reply goes to ``deliver`` when its
@@ -108,6 +110,12 @@ class Frontdesk:
             typing: an async context manager factory showing "typing" while the agent works.
             on_accepted: awaited once the message is durably queued (its turn written, or it
                 needs no turn: a command, a refusal); Slack marks its event seen then.
+            on_stored: called once the write-ahead settled: True when the message is stored
+                or needs no storing, False when the database refused it (after retrying for
+                ``WRITE_AHEAD_RETRY_S``). A webhook answers the platform after it: 200, or 503
+                so that the platform delivers the message again.
+            durable: a message that could not be stored is not answered from memory (the
+                platform's redelivery will be, once), so one delivery never yields two turns.
         Returns:
             A future done when the reply was delivered (or refused), or ``None`` when the
             service is shutting down (the user is told to resend).
@@ -124,11 +132,14 @@ class Frontdesk:
             notice = asyncio.ensure_future(self._notify_if_limited(msg, deliver, decision))
             self._background.add(notice)
             notice.add_done_callback(self._background.discard)
-        accepted = self._write_ahead(msg, decision, on_accepted)
+        accepted = self._write_ahead(msg, decision, on_accepted, on_stored)
         metrics.QUEUE_DEPTH.inc()
 
         async def job() -> None:
             metrics.QUEUE_DEPTH.dec()
+            if durable and getattr(await _settled(accepted), "failed", False):
+                metrics.observe_message(msg.channel, "not_stored")
+                return  # the platform was told 503 and delivers it again
             await self._job(msg, deliver, typing, decision, accepted)
 
         return self.serializer.submit(msg.session, job, lambda: self._earlier_done(msg, accepted))
@@ -191,7 +202,8 @@ class Frontdesk:
                 await self._resume_now(t, deliver)
 
     def _write_ahead(self, msg: InboundMessage, decision: asyncio.Future,
-                     on_accepted: Callable[[], Awaitable[None]] | None) -> asyncio.Future:
+                     on_accepted: Callable[[], Awaitable[None]] | None,
+                     on_stored: Callable[[bool], None] | None = None) -> asyncio.Future:
         """Start writing ``msg`` as a turn (after the one before it in its session, so turn ids
         keep the arrival order); the future gives :class:`core.agent.Accepted` or ``None``."""
         session, previous = msg.session, self._accepting.get(msg.session)
@@ -205,7 +217,12 @@ class Frontdesk:
                 await asyncio.wait([previous])
             accepted = None
             if verdict.allowed and msg.command is None:
-                accepted = await asyncio.to_thread(self.agent.accept, msg)
+                accepted = await self._accept_retrying(msg)
+            if on_stored is not None:
+                try:
+                    on_stored(not (accepted is not None and accepted.failed))
+                except Exception:
+                    log.exception("on_stored of a message of %s failed", msg.user_id)
             if on_accepted is not None:
                 try:
                     await on_accepted()
@@ -218,6 +235,17 @@ class Frontdesk:
         fut.add_done_callback(lambda f: self._accepting.pop(session, None)
                               if self._accepting.get(session) is f else None)
         return fut
+
+    async def _accept_retrying(self, msg: InboundMessage):
+        """:meth:`core.agent.Agent.accept`, tried again while the database refuses the write
+        (a restart takes seconds), for at most ``WRITE_AHEAD_RETRY_S`` seconds."""
+        deadline, pause = time.monotonic() + self.settings.write_ahead_retry_s, 0.2
+        while True:
+            accepted = await asyncio.to_thread(self.agent.accept, msg)
+            if not getattr(accepted, "failed", False) or time.monotonic() + pause > deadline:
+                return accepted
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 2.0)
 
     async def close(self, timeout: float | None = None) -> bool:
         """Stop accepting and wait for every accepted message to be answered.
@@ -326,6 +354,14 @@ class Frontdesk:
                 name = f.get("name_ko") if lang == "ko" and f.get("name_ko") else f["name"]
                 lines.append(f"- {name} {value} {f.get('unit', '')}".rstrip())
         return OutboundMessage(text="\n".join(lines), lang=lang, kind="command")
+
+
+async def _settled(fut: asyncio.Future) -> Any:
+    """The future's result, or ``None`` when it raised."""
+    try:
+        return await fut
+    except Exception:
+        return None
 
 
 @contextlib.contextmanager
