@@ -378,6 +378,31 @@ def bench_channels_cmd(users: int = typer.Option(50, help="Concurrent simulated 
     bench_channels(users, turns, solo_turns, delay, cache)
 
 
+@bench_app.command("cluster")
+def bench_cluster_cmd(users: int = typer.Option(210, help="Simulated users (a third on Slack)."),
+                      rounds: int = typer.Option(2, help="Bursts per user in the runs without faults."),
+                      burst: int = typer.Option(2, help="Messages per burst."),
+                      llm_delay: float = typer.Option(0.3, help="Seconds the loopback LLM waits per call."),
+                      size: list[int] = typer.Option([1, 2], help="Web-process counts to measure (repeatable)."),
+                      faults: bool = typer.Option(True, help="Add the run with faults (kill -9, Redis and Postgres restarts)."),
+                      as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
+    """Several web processes and a worker on a private Postgres and Redis: throughput, p95,
+    lost / duplicate / out-of-order replies under faults (docs/operations.md)."""
+    _setup_logging()
+    from bot.bench.cluster import bench_cluster
+
+    result = bench_cluster(users, rounds, burst, delay_s=llm_delay, sizes=tuple(size), faults=faults)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    for key in ("lost", "duplicates", "out_of_order", "recovered_s", "throughput_ratio"):
+        typer.echo(f"{key}: {result[key]}")
+    for name, run in result["runs"].items():
+        typer.echo(f"{name}: {run['web_processes']} web, {run['messages']} messages, "
+                   f"{run['throughput']} turns/s, p95 {run['p95_ms']} ms, lost {run['lost']}, "
+                   f"duplicates {run['duplicates']}, out of order {run['out_of_order']}")
+
+
 @bench_app.command("robustness")
 def bench_robustness_cmd(case: list[str] = typer.Option([], help="Run only these cases (e.g. 'text 1 MB')."),
                          index: Optional[Path] = typer.Option(None, help="Knowledge index directory."),

@@ -40,9 +40,16 @@ MAX_RESUME_ATTEMPTS = 1
 message itself may be what kills the process), it is marked ``interrupted`` instead."""
 
 
+def host_id() -> str:
+    """This machine's name in owner tokens: ``MEDBOT_HOST_ID`` when set (hosts whose names are
+    not unique, e.g. containers on several machines), else the host name. Only owners of the
+    same host id are judged by process id; others only by their liveness lease."""
+    return os.environ.get("MEDBOT_HOST_ID") or socket.gethostname()
+
+
 @lru_cache(maxsize=None)
 def _owner(pid: int) -> str:
-    return f"{socket.gethostname()}:{pid}:{uuid.uuid4().hex[:12]}"
+    return f"{host_id()}:{pid}:{uuid.uuid4().hex[:12]}"
 
 
 def process_owner() -> str:
@@ -100,7 +107,7 @@ def is_interrupted(turn: Turn, stale_s: float, now: datetime | None = None,
     host, _, rest = owner.partition(":")
     pid_text = rest.partition(":")[0]
     age = ((now or utcnow()) - as_utc(turn.created_at)).total_seconds()
-    if host == socket.gethostname() and pid_text.isdigit():
+    if host == host_id() and pid_text.isdigit():
         pid = int(pid_text)
         return pid == os.getpid() or not _pid_alive(pid) or (expiry is None and age > stale_s)
     return expiry is None and age > stale_s
