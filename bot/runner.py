@@ -289,5 +289,7 @@ def run_service(settings: Settings | None = None) -> int:
         agent.services.warm_up()  # index, Kiwi and the embedder before the first question
         ConsoleChannel(agent, user="local").run()
         return 0
-    print(f"medbot: starting {', '.join(configured_channels(settings))}", file=sys.stderr)
+    from core.telemetry.logs import announce
+
+    announce(f"medbot: starting {', '.join(configured_channels(settings))}")
     return 0 if asyncio.run(serve(settings)) else 1

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from core.jobs import JobResult
+from core.telemetry.logs import announce
 
 log = logging.getLogger(__name__)
 
@@ -135,15 +136,15 @@ def run_worker(settings, stop: threading.Event | None = None,
     sched = build_scheduler(settings, emit)
     sched.start()
     names = [j.id for j in sched.get_jobs()]
-    print(f"worker started: {', '.join(names) or 'no jobs enabled'}", file=sys.stderr, flush=True)
+    announce(f"worker started: {', '.join(names) or 'no jobs enabled'}")
     while not stop.wait(0.5):
         pass
-    print("worker stopping: waiting for running jobs", file=sys.stderr, flush=True)
+    announce("worker stopping: waiting for running jobs")
     t0 = time.monotonic()
     sched.shutdown(wait=True)
     if ops is not None:
         ops.stop()
-    print(f"worker stopped after {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+    announce(f"worker stopped after {time.monotonic() - t0:.1f} s")
     return 0
 
 

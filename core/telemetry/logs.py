@@ -59,3 +59,12 @@ def setup_logging(level: str | None = None, fmt: str | None = None) -> None:
     if level != "DEBUG":
         for name in QUIET_LIBRARIES:
             logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def announce(message: str, logger: str = "medbot") -> None:
+    """A start or stop notice for the operator: printed to stderr as it always was, or, with
+    ``LOG_FORMAT=json``, logged at INFO (so every stderr line stays one JSON object)."""
+    if (os.environ.get("LOG_FORMAT") or "text").lower() == "json":
+        logging.getLogger(logger).info(message)
+    else:
+        print(message, file=sys.stderr, flush=True)
