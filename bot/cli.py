@@ -385,13 +385,15 @@ def bench_cluster_cmd(users: int = typer.Option(210, help="Simulated users (a th
                       llm_delay: float = typer.Option(0.3, help="Seconds the loopback LLM waits per call."),
                       size: list[int] = typer.Option([1, 2], help="Web-process counts to measure (repeatable)."),
                       faults: bool = typer.Option(True, help="Add the run with faults (kill -9, Redis and Postgres restarts)."),
+                      keep_logs: Optional[Path] = typer.Option(None, help="Copy the processes' logs to this directory."),
                       as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
     """Several web processes and a worker on a private Postgres and Redis: throughput, p95,
     lost / duplicate / out-of-order replies under faults (docs/operations.md)."""
     _setup_logging()
     from bot.bench.cluster import bench_cluster
 
-    result = bench_cluster(users, rounds, burst, delay_s=llm_delay, sizes=tuple(size), faults=faults)
+    result = bench_cluster(users, rounds, burst, delay_s=llm_delay, sizes=tuple(size), faults=faults,
+                           keep_logs=keep_logs)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return

@@ -150,8 +150,8 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
         agent = Agent(settings)
         await asyncio.to_thread(agent.services.warm_up)  # before the channels take messages
     stop = stop or asyncio.Event()
-    asyncio.get_running_loop().set_default_executor(  # room for every concurrent turn
-        ThreadPoolExecutor(max_workers=settings.max_concurrent_turns + 4))
+    asyncio.get_running_loop().set_default_executor(  # short calls; turns have their own threads
+        ThreadPoolExecutor(max_workers=32, thread_name_prefix="io"))
     _on_signals(stop)
     frontdesk = Frontdesk(agent, settings)
     lease = _start_lease(agent, settings)

@@ -227,7 +227,8 @@ class Agent:
                                    trace={"red_flags": final["red_flags"], "error": repr(exc)})
         saved = self._failed(final, exc)
         return OutboundMessage(text=_FAILED[lang] + self._saved_note(lang, saved), lang=lang,
-                               trace={"error": repr(exc), "turn_id": turn_id})
+                               trace={"error": repr(exc), "turn_id": turn_id,
+                                      "retryable": transient(exc)})
 
     # -- write-ahead and the turn's end state ------------------------------------------------
     def _intake(self, msg: InboundMessage) -> Intake:
@@ -305,6 +306,15 @@ class Agent:
         if intake.meta():
             trace.update(intake.meta())
         return OutboundMessage(text=answer, sources=sources, lang=lang, trace=trace)
+
+
+def transient(exc: BaseException) -> bool:
+    """True for a failure that running the turn again may not meet: the database connection
+    was lost or refused (a restart, a failover)."""
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+    return isinstance(exc, (OperationalError, InterfaceError)) or \
+        (isinstance(exc, DBAPIError) and bool(exc.connection_invalidated))
 
 
 def build_trace(st: dict[str, Any], t0: float) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from core.admin import AdminService, record_turn_metrics
@@ -70,7 +71,7 @@ class Frontdesk:
     """Between the channels and the agent.
 
     Args:
-        agent: :class:`core.agent.Agent` (anything with ``ahandle``, ``settings``, ``services``).
+        agent: :class:`core.agent.Agent` (``handle``, ``resume``, ``accept``, ``settings``, ``services``).
         settings: defaults to ``agent.settings``.
         redis: a ``redis.Redis`` client; default from ``REDIS_URL`` (``None`` = in-process).
     """
@@ -86,6 +87,10 @@ class Frontdesk:
                                   self.limiter)
         self.accepting = True
         self._turn_slots: asyncio.Semaphore | None = None
+        # turns run on threads of their own, so the short calls of intake (write-ahead, Redis,
+        # the order gate) never queue behind minutes of agent work in the default executor
+        self._turn_pool = ThreadPoolExecutor(self.settings.max_concurrent_turns,
+                                             thread_name_prefix="turn")
         self._background: set[asyncio.Future] = set()
         self._accepting: dict[str, asyncio.Future] = {}  # per session: its last write-ahead
 
@@ -162,8 +167,7 @@ class Frontdesk:
             return False
         t0 = time.perf_counter()
         try:
-            with _in_flight():
-                reply = await asyncio.to_thread(self.agent.resume, fresh)
+            reply = await self._run_turn(self.agent.resume, fresh)
         except Exception:
             log.exception("could not resume turn %s", turn.id)
             return False
@@ -260,6 +264,8 @@ class Frontdesk:
         except asyncio.TimeoutError:
             log.warning("shutdown: %d jobs still running after %s s", self.serializer.pending(), timeout)
             return False
+        finally:
+            self._turn_pool.shutdown(wait=False)
 
     async def respond(self, msg: InboundMessage, typing: Typing | None = None) -> OutboundMessage:
         """The reply to one message (a command's or the agent's), without order or limits."""
@@ -324,14 +330,30 @@ class Frontdesk:
             metrics.observe_turn(msg.channel, {"error": True}, 0.0, "failed")
         await _safe_deliver(deliver, reply)
 
-    async def _turn(self, msg: InboundMessage, typing: Typing | None) -> OutboundMessage:
+    async def _run_turn(self, fn: Callable[..., OutboundMessage], *args: Any,
+                        typing: Typing | None = None) -> OutboundMessage:
+        """``fn(*args)`` (a turn: :meth:`Agent.handle` or :meth:`Agent.resume`) in one of
+        ``MAX_CONCURRENT_TURNS`` slots on the turn threads; run again while it fails for a
+        transient reason (the database restarting), for at most ``TURN_RETRY_S`` seconds."""
         if self._turn_slots is None:
             self._turn_slots = asyncio.Semaphore(self.settings.max_concurrent_turns)
-        t0 = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        deadline, pause = time.monotonic() + self.settings.turn_retry_s, 1.0
         async with self._turn_slots:
             async with (typing() if typing else contextlib.nullcontext()):
                 with _in_flight():
-                    reply = await self.agent.ahandle(msg)
+                    while True:
+                        reply = await loop.run_in_executor(self._turn_pool, fn, *args)
+                        if not reply.trace.get("retryable") or time.monotonic() + pause > deadline:
+                            return reply
+                        log.warning("turn %s failed transiently; running it again in %.0f s",
+                                    reply.trace.get("turn_id"), pause)
+                        await asyncio.sleep(pause)
+                        pause = min(pause * 2, 8.0)
+
+    async def _turn(self, msg: InboundMessage, typing: Typing | None) -> OutboundMessage:
+        t0 = time.perf_counter()
+        reply = await self._run_turn(self.agent.handle, msg, typing=typing)
         ms = (time.perf_counter() - t0) * 1000
         reply.trace["channel_ms"] = round(ms, 2)
         _log_turn(msg.channel, reply, metrics.observe_turn(msg.channel, reply.trace, ms / 1000,

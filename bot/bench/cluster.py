@@ -248,7 +248,7 @@ def _fault_figures(log: dict[str, dict], ledger: Ledger, lb, t0: float) -> dict[
 
 def bench_cluster(users: int = 210, rounds: int = 2, burst: int = 2, slack_share: float = 1 / 3,
                   delay_s: float = 0.3, sizes: tuple[int, ...] = (1, 2), faults: bool = True,
-                  seed: int = 25) -> dict[str, Any]:
+                  seed: int = 25, keep_logs: Path | None = None) -> dict[str, Any]:
     """Run the bench (see the module docstring) and return its figures.
 
     Args:
@@ -259,6 +259,7 @@ def bench_cluster(users: int = 210, rounds: int = 2, burst: int = 2, slack_share
         delay_s: the loopback LLM's delay per call.
         sizes: web-process counts of the runs without faults.
         faults: add the run with faults (N = the largest size).
+        keep_logs: copy every process's log (JSON lines) and Postgres's log there.
     Returns:
         ``lost``, ``duplicates``, ``out_of_order`` (summed over every run), ``recovered_s``,
         ``throughput_ratio`` (largest size over 1), ``faults`` (per fault) and ``runs``.
@@ -284,6 +285,11 @@ def bench_cluster(users: int = 210, rounds: int = 2, burst: int = 2, slack_share
         for fake in fakes.values():
             fake.stop()
         redis.stop()
+        if keep_logs is not None:
+            keep_logs.mkdir(parents=True, exist_ok=True)
+            for log_file in [*root.glob("*.log"), pg.root / "pg.log"]:
+                if log_file.exists():
+                    shutil.copy(log_file, keep_logs / log_file.name)
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)
     return summarize(runs, sizes, delay_s)
