@@ -113,7 +113,8 @@ class Agent:
                 old = repo.turn_by_message(msg.session, str(msg.message_id))
                 if old is not None:
                     return self._repeated(old)
-            meta = {**recovery.received_meta(msg.channel, msg.role, msg.message_id), **intake.meta()}
+            meta = {**recovery.received_meta(msg.channel, msg.role, msg.message_id, msg.sent_seq),
+                    **intake.meta()}
             turn_id, created = repo.add_turn_once(msg.user_id, msg.session, intake.stored,
                                                   self._lang(msg, intake),
                                                   self._erasure_epoch(msg.user_id), meta)
@@ -139,13 +140,16 @@ class Agent:
             return Accepted(old.id)
         return Accepted(old.id, duplicate=True)
 
-    def resume(self, turn: Turn) -> OutboundMessage:
+    def resume(self, turn: Turn, announce: bool = True) -> OutboundMessage:
         """Answer a turn interrupted by a crash (claimed by :func:`core.recovery
         .claim_interrupted`): re-run it with its stored words, or, past
         :data:`core.recovery.MAX_RESUME_ATTEMPTS`, mark it ``interrupted`` and apologise.
 
+        Args:
+            announce: start the reply by naming the message it answers (a turn of a dead
+                process); ``False`` for a turn of this process answered ahead of a later one.
         Returns:
-            The reply, its first line naming the message it answers.
+            The reply, its first line naming the message it answers when ``announce``.
         """
         meta = turn.meta or {}
         lang = turn.lang if turn.lang in ("ko", "en") else "en"
@@ -158,8 +162,9 @@ class Agent:
             channel=meta.get("channel") or "console", user_id=turn.user_id,
             session_id=turn.session_id, text=turn.user_text, locale=lang,
             role=meta.get("role") or "patient", turn_id=turn.id))
-        reply.text = _RESUMED[lang].format(q=quote) + "\n\n" + reply.text
-        reply.trace["resumed"] = True
+        if announce:
+            reply.text = _RESUMED[lang].format(q=quote) + "\n\n" + reply.text
+            reply.trace["resumed"] = True
         return reply
 
     def handle(self, msg: InboundMessage) -> OutboundMessage:

@@ -23,7 +23,7 @@ from core.admin import AdminService, record_turn_metrics
 from core.memory.view import profile_view
 from core.messages import InboundMessage, OutboundMessage
 from core.ordering import RateDecision, SessionSerializer, make_rate_limiter
-from core.recovery import claim, is_interrupted, owner_leases, process_owner
+from core.recovery import claim, comes_before, is_interrupted, owner_leases, process_owner
 from core.telemetry import metrics
 from storage.redis import get_redis
 from storage.repositories import Repository
@@ -93,6 +93,7 @@ class Frontdesk:
                                              thread_name_prefix="turn")
         self._background: set[asyncio.Future] = set()
         self._accepting: dict[str, asyncio.Future] = {}  # per session: its last write-ahead
+        self._answered_ahead: set[int] = set()  # turns answered before a later one of their session
 
     async def _drain(self) -> None:
         while self.serializer.pending() or self._background:
@@ -157,7 +158,7 @@ class Frontdesk:
 
         return self.serializer.submit(turn.session_id, job)
 
-    async def _resume_now(self, turn, deliver: Deliver) -> bool:
+    async def _resume_now(self, turn, deliver: Deliver, announce: bool = True) -> bool:
         """Answer a claimed turn now, unless it is no longer this process's and open (answered
         meanwhile ahead of a later message of its session). True when it was answered."""
         fresh = await asyncio.to_thread(self.agent.services.repo.turn, turn.id)
@@ -167,26 +168,37 @@ class Frontdesk:
             return False
         t0 = time.perf_counter()
         try:
-            reply = await self._run_turn(self.agent.resume, fresh)
+            reply = await self._run_turn(self.agent.resume, fresh, announce)
         except Exception:
             log.exception("could not resume turn %s", turn.id)
             return False
         channel = str(meta.get("channel") or "")
         _log_turn(channel, reply, metrics.observe_turn(channel, reply.trace,
                                                        time.perf_counter() - t0, reply.kind))
-        metrics.RECOVERED.labels("gave_up" if reply.trace.get("interrupted") else "resumed").inc()
+        if announce:
+            metrics.RECOVERED.labels("gave_up" if reply.trace.get("interrupted") else "resumed").inc()
         await _safe_deliver(deliver, reply)
         return True
 
+    async def _earlier_open(self, msg: InboundMessage, turn_id: int) -> list:
+        """The session's open (``received``) turns sent before the turn ``turn_id``
+        (:func:`core.recovery.comes_before`: the platform's order, else the write order)."""
+        repo = self.agent.services.repo
+        mine = await asyncio.to_thread(repo.turn, turn_id)
+        if mine is None:
+            return []
+        open_turns = await asyncio.to_thread(repo.received_turns, 50, msg.session)
+        return [t for t in open_turns if t.id != turn_id and comes_before(t, mine)]
+
     async def _earlier_done(self, msg: InboundMessage, accepted: asyncio.Future) -> bool:
-        """The gate of a message's job (checked under the session lock): True when no earlier
-        turn of its session is still open in another live process. Earlier open turns of dead
+        """The gate of a message's job (checked under the session lock): True when no turn of
+        its session sent before it is still open in another live process. Such turns of dead
         processes are claimed here (and answered first by the job, :meth:`_answer_earlier`)."""
         written = await accepted
         if written is None or written.turn_id is None or written.duplicate:
             return True
         repo = self.agent.services.repo
-        earlier = await asyncio.to_thread(repo.received_turns, 20, msg.session, written.turn_id)
+        earlier = await self._earlier_open(msg, written.turn_id)
         others = [t for t in earlier if (t.meta or {}).get("owner") != process_owner()]
         if not others:
             return True
@@ -198,12 +210,14 @@ class Frontdesk:
         return True
 
     async def _answer_earlier(self, msg: InboundMessage, turn_id: int, deliver: Deliver) -> None:
-        """Answer the session's earlier open turns this process holds (claimed from a dead
-        process) before the message of ``turn_id``, so the session's replies keep their order."""
-        repo = self.agent.services.repo
-        for t in await asyncio.to_thread(repo.received_turns, 20, msg.session, turn_id):
+        """Answer the session's open turns sent before the message of ``turn_id`` that this
+        process holds (claimed from a dead process, or written here after it), first, so the
+        session's replies keep their order."""
+        for t in await self._earlier_open(msg, turn_id):
             if (t.meta or {}).get("owner") == process_owner():
-                await self._resume_now(t, deliver)
+                claimed = bool((t.meta or {}).get("attempts"))
+                if await self._resume_now(t, deliver, announce=claimed) and not claimed:
+                    self._answered_ahead.add(int(t.id))
 
     def _write_ahead(self, msg: InboundMessage, decision: asyncio.Future,
                      on_accepted: Callable[[], Awaitable[None]] | None,
@@ -313,6 +327,9 @@ class Frontdesk:
         except Exception:  # the write-ahead is retried by the agent itself
             log.exception("write-ahead of a message of %s failed", msg.user_id)
             written = None
+        if written is not None and written.turn_id in self._answered_ahead:
+            self._answered_ahead.discard(written.turn_id)  # answered first, ahead of a later one
+            return
         if written is not None and written.duplicate:
             log.info("repeated delivery of message %s (turn %s): not answered again",
                      msg.message_id, written.turn_id)

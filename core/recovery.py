@@ -57,13 +57,26 @@ def process_owner() -> str:
     return _owner(os.getpid())
 
 
-def received_meta(channel: str, role: str, message_id: str | None) -> dict[str, Any]:
-    """The write-ahead ``meta`` of a new turn (state ``received``, owned by this process)."""
+def received_meta(channel: str, role: str, message_id: str | None,
+                  seq: float | None = None) -> dict[str, Any]:
+    """The write-ahead ``meta`` of a new turn (state ``received``, owned by this process;
+    ``seq``: the platform's order of the message in its chat)."""
     meta: dict[str, Any] = {"state": "received", "owner": process_owner(), "channel": channel,
                             "role": role}
     if message_id:
         meta["message_id"] = str(message_id)
+    if seq is not None:
+        meta["seq"] = float(seq)
     return meta
+
+
+def comes_before(a: Turn, b: Turn) -> bool:
+    """True when turn ``a`` was sent before turn ``b`` of the same session: by the platform's
+    order when both have one, else by turn id (the order they were written)."""
+    sa, sb = (a.meta or {}).get("seq"), (b.meta or {}).get("seq")
+    if isinstance(sa, (int, float)) and isinstance(sb, (int, float)) and sa != sb:
+        return sa < sb
+    return (a.id or 0) < (b.id or 0)
 
 
 def pid_alive(pid: int) -> bool:

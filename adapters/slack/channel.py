@@ -45,6 +45,14 @@ class MessageNotStored(RuntimeError):
     that Slack delivers it again."""
 
 
+def _ts(value: Any) -> float | None:
+    """A Slack ``ts`` (``"1700000000.000100"``) as a number, ``None`` when absent or bad."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def user_id_of(team: str, user: str) -> str:
     """The channel-scoped user id: ``slack:<team>:<user>``."""
     return f"slack:{team}:{user}"
@@ -175,7 +183,7 @@ class SlackChannel:
         return InboundMessage(channel="slack", user_id=uid,
                               session_id=session_id_of(team, event["channel"], thread_ts),
                               text=text, role=self.role_for(team, event["channel"], uid),
-                              message_id=body.get("event_id"))
+                              message_id=body.get("event_id"), sent_seq=_ts(event.get("ts")))
 
     async def _on_mention(self, body: dict, event: dict) -> None:
         thread = event.get("thread_ts") or event["ts"]

@@ -165,7 +165,8 @@ class TelegramChannel:
         role = "admin" if uid in self.settings.admin_id_set else self.settings.telegram_default_role
         return InboundMessage(channel="telegram", user_id=uid, session_id=session_id_of(chat.id),
                               text=text, locale=user.language_code, role=role, command=command,
-                              args=args, message_id=str(msg.message_id))
+                              args=args, message_id=str(msg.message_id),
+                              sent_seq=float(msg.message_id))
 
     def _addressed(self, msg) -> bool:
         reply = msg.reply_to_message

@@ -119,6 +119,17 @@ def metric_total(page: str, name: str, **labels: str) -> float:
     return total
 
 
+def rss_mb(pid: int) -> float | None:
+    """Resident memory of process ``pid`` in MB (``/proc``), ``None`` when it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
 def load_average() -> list[float]:
     """The machine's 1, 5 and 15 minute load averages."""
     return [round(x, 2) for x in os.getloadavg()]
@@ -210,6 +221,8 @@ async def run_scenario(cluster: Cluster, lb, fakes: dict, n: int, users: int, ro
               "metrics": _metric_summary(page, people)}
     if faults:
         result["faults"] = _fault_figures(fault_log, ledger, lb, t0)
+    result["rss_mb"] = {n: rss_mb(p.pid) for n, p in [*cluster.web.items(), ("worker", cluster.worker)]
+                        if p is not None and p.pid}
     result["exit_codes"] = await asyncio.to_thread(cluster.stop)
     return result
 
