@@ -141,8 +141,8 @@ class Settings(BaseSettings):
     write_ahead_retry_s: float = Field(10.0, alias="WRITE_AHEAD_RETRY_S", ge=0)
     # a turn that failed because the database connection was lost is run again for this long
     turn_retry_s: float = Field(30.0, alias="TURN_RETRY_S", ge=0)
-    process_lease_ttl_s: float = Field(15.0, alias="PROCESS_LEASE_TTL_S", ge=3)
-    recovery_interval_s: float = Field(5.0, alias="RECOVERY_INTERVAL_S", gt=0)
+    process_lease_ttl_s: float = Field(10.0, alias="PROCESS_LEASE_TTL_S", ge=3)
+    recovery_interval_s: float = Field(3.0, alias="RECOVERY_INTERVAL_S", gt=0)
     # /healthz, /readyz and /metrics on a port of their own as well (web: besides PORT; worker:
     # its only HTTP port, 0 = none). Default: web on PORT only, worker on 9101.
     metrics_port: int | None = Field(None, alias="METRICS_PORT", ge=0, le=65535)

@@ -89,8 +89,11 @@ class Frontdesk:
         self._turn_slots: asyncio.Semaphore | None = None
         # turns run on threads of their own, so the short calls of intake (write-ahead, Redis,
         # the order gate) never queue behind minutes of agent work in the default executor
-        self._turn_pool = ThreadPoolExecutor(self.settings.max_concurrent_turns,
+        # (twice the slots: turns taken over from a dead process have slots of their own, so they
+        # are answered at once instead of queueing behind newer messages)
+        self._turn_pool = ThreadPoolExecutor(2 * self.settings.max_concurrent_turns,
                                              thread_name_prefix="turn")
+        self._resume_slots: asyncio.Semaphore | None = None
         self._background: set[asyncio.Future] = set()
         self._accepting: dict[str, asyncio.Future] = {}  # per session: its last write-ahead
         self._answered_ahead: set[int] = set()  # turns answered before a later one of their session
@@ -168,7 +171,7 @@ class Frontdesk:
             return False
         t0 = time.perf_counter()
         try:
-            reply = await self._run_turn(self.agent.resume, fresh, announce)
+            reply = await self._run_turn(self.agent.resume, fresh, announce, taken_over=announce)
         except Exception:
             log.exception("could not resume turn %s", turn.id)
             return False
@@ -197,6 +200,9 @@ class Frontdesk:
         written = await accepted
         if written is None or written.turn_id is None or written.duplicate:
             return True
+        later = self._accepting.get(msg.session)  # a message of the session that came in after
+        if later is not None and later is not accepted:  # it here: written yet? (it may be earlier
+            await asyncio.wait([later])                  # by the platform's order)
         repo = self.agent.services.repo
         earlier = await self._earlier_open(msg, written.turn_id)
         others = [t for t in earlier if (t.meta or {}).get("owner") != process_owner()]
@@ -348,15 +354,17 @@ class Frontdesk:
         await _safe_deliver(deliver, reply)
 
     async def _run_turn(self, fn: Callable[..., OutboundMessage], *args: Any,
-                        typing: Typing | None = None) -> OutboundMessage:
+                        typing: Typing | None = None, taken_over: bool = False) -> OutboundMessage:
         """``fn(*args)`` (a turn: :meth:`Agent.handle` or :meth:`Agent.resume`) in one of
-        ``MAX_CONCURRENT_TURNS`` slots on the turn threads; run again while it fails for a
-        transient reason (the database restarting), for at most ``TURN_RETRY_S`` seconds."""
+        ``MAX_CONCURRENT_TURNS`` slots on the turn threads (``taken_over``: a turn of a dead
+        process, in slots of their own); run again while it fails for a transient reason (the
+        database restarting), for at most ``TURN_RETRY_S`` seconds."""
         if self._turn_slots is None:
             self._turn_slots = asyncio.Semaphore(self.settings.max_concurrent_turns)
+            self._resume_slots = asyncio.Semaphore(self.settings.max_concurrent_turns)
         loop = asyncio.get_running_loop()
         deadline, pause = time.monotonic() + self.settings.turn_retry_s, 1.0
-        async with self._turn_slots:
+        async with (self._resume_slots if taken_over else self._turn_slots):  # type: ignore[union-attr]
             async with (typing() if typing else contextlib.nullcontext()):
                 with _in_flight():
                     while True:
