@@ -22,7 +22,7 @@ from typing import Any
 from core.admin import AdminService, record_turn_metrics
 from core.memory.view import profile_view
 from core.messages import InboundMessage, OutboundMessage
-from core.ordering import RateDecision, SessionSerializer, make_rate_limiter
+from core.ordering import ArrivalBoard, RateDecision, SessionSerializer, make_rate_limiter
 from core.recovery import claim, comes_before, is_interrupted, owner_leases, process_owner
 from core.telemetry import metrics
 from storage.redis import get_redis
@@ -83,6 +83,7 @@ class Frontdesk:
         self.engine = agent.services.repo.engine
         self.limiter = make_rate_limiter(self.settings, self.redis)
         self.serializer = SessionSerializer(self.redis)
+        self.arrivals = ArrivalBoard(self.redis)
         self.admin = AdminService(self.engine, self.settings, self.redis, agent.services.cache,
                                   self.limiter)
         self.accepting = True
@@ -203,6 +204,9 @@ class Frontdesk:
         later = self._accepting.get(msg.session)  # a message of the session that came in after
         if later is not None and later is not accepted:  # it here: written yet? (it may be earlier
             await asyncio.wait([later])                  # by the platform's order)
+        if msg.sent_seq is not None and self.redis is not None and await asyncio.to_thread(
+                self.arrivals.pending_before, msg.session, msg.sent_seq):
+            return False  # a message sent before it reached another process: wait for its turn
         repo = self.agent.services.repo
         earlier = await self._earlier_open(msg, written.turn_id)
         others = [t for t in earlier if (t.meta or {}).get("owner") != process_owner()]
@@ -233,6 +237,16 @@ class Frontdesk:
         session, previous = msg.session, self._accepting.get(msg.session)
 
         async def write():
+            seq = msg.sent_seq if msg.command is None else None
+            arrival = await asyncio.to_thread(self.arrivals.arrive, session, seq) \
+                if seq is not None and self.redis is not None else None
+            try:
+                return await written_ahead()
+            finally:
+                if arrival is not None:
+                    await asyncio.to_thread(self.arrivals.written, session, arrival)
+
+        async def written_ahead():
             try:
                 verdict: RateDecision = await decision
             except Exception:

@@ -298,3 +298,76 @@ def make_rate_limiter(settings, redis: Any = None) -> RateLimiter:
     if redis is not None:
         return RedisRateLimiter(redis, settings.rate_limit_messages, settings.rate_limit_window_s)
     return MemoryRateLimiter(settings.rate_limit_messages, settings.rate_limit_window_s)
+
+
+# -- arrivals: messages of a session that reached some process and are not yet written -------
+class ArrivalBoard:
+    """Which messages of a session have reached a process and are not yet written as turns,
+    shared through Redis (a sorted set ``medbot:session:{<id>}:arrivals`` scored by the
+    platform's order of the message, 120 s TTL).
+
+    The order gate of a turn waits while a message sent *before* it (by the platform's order)
+    has arrived somewhere and is still being written, so two messages of one chat sent a moment
+    apart to two processes are answered in the order they were sent even when the later one is
+    written first. An arrival older than ``max_age_s`` is ignored (its process died before
+    writing it; the platform delivers it again). Every Redis error is swallowed: without Redis
+    the gate orders by the written turns alone.
+
+    Args:
+        redis: a ``redis.Redis`` client, or ``None`` (the board is then empty).
+        max_age_s: seconds after which an arrival no longer holds later messages back.
+    """
+
+    def __init__(self, redis: Any = None, max_age_s: float = 15.0) -> None:
+        self.redis, self.max_age_s = redis, max_age_s
+
+    @staticmethod
+    def key(session_id: str) -> str:
+        """The Redis key of a session's arrivals (holds platform sequence numbers only)."""
+        return f"{KEY_ROOT}:session:{{{session_id}}}:arrivals"
+
+    def arrive(self, session_id: str, seq: float) -> str | None:
+        """Record that the message ``seq`` of the session arrived; returns its member name
+        (give it to :meth:`written`), or ``None`` without Redis."""
+        if self.redis is None:
+            return None
+        member = f"{seq!r}:{time.time():.6f}"
+        try:
+            pipe = self.redis.pipeline()
+            pipe.zadd(self.key(session_id), {member: seq})
+            pipe.expire(self.key(session_id), 120)
+            pipe.execute()
+            return member
+        except Exception as exc:
+            log.debug("arrival not recorded: %r", exc)
+            return None
+
+    def written(self, session_id: str, member: str | None) -> None:
+        """The message of ``member`` is written (or refused): it holds nothing back any more."""
+        if self.redis is None or member is None:
+            return
+        try:
+            self.redis.zrem(self.key(session_id), member)
+        except Exception as exc:
+            log.debug("arrival not cleared: %r", exc)
+
+    def pending_before(self, session_id: str, seq: float) -> bool:
+        """True while a message sent before ``seq`` arrived less than ``max_age_s`` ago and is
+        not yet written."""
+        if self.redis is None:
+            return False
+        try:
+            members = self.redis.zrangebyscore(self.key(session_id), "-inf", f"({seq!r}")
+        except Exception as exc:
+            log.debug("arrivals unreadable: %r", exc)
+            return False
+        now = time.time()
+        for m in members:
+            text = m.decode() if isinstance(m, bytes) else str(m)
+            try:
+                at = float(text.rsplit(":", 1)[1])
+            except (IndexError, ValueError):
+                continue
+            if now - at < self.max_age_s:
+                return True
+        return False

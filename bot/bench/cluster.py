@@ -206,10 +206,14 @@ async def run_scenario(cluster: Cluster, lb, fakes: dict, n: int, users: int, ro
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and any(not ledger.replies.get(t) for t in ledger.sent):
             await asyncio.sleep(0.5)
+        waited_at = time.monotonic()
+        page = scrape(cluster.web["web-1" if n > 1 else "web-0"].port)
+        rss = {name: rss_mb(p.pid) for name, p in [*cluster.web.items(), ("worker", cluster.worker)]
+               if p is not None and p.pid}
+        codes = await asyncio.to_thread(cluster.stop)  # SIGTERM: each drains what it accepted
         await asyncio.sleep(3.0)  # late duplicates would show now
         stop.set()
         await collector
-    page = scrape(cluster.web["web-1" if n > 1 else "web-0"].port)
     result = {"web_processes": n, "users": users, "rounds": rounds, "burst": burst,
               "telegram_users": sum(u.platform == "telegram" for u in people),
               "slack_users": sum(u.platform == "slack" for u in people),
@@ -221,9 +225,9 @@ async def run_scenario(cluster: Cluster, lb, fakes: dict, n: int, users: int, ro
               "metrics": _metric_summary(page, people)}
     if faults:
         result["faults"] = _fault_figures(fault_log, ledger, lb, t0)
-    result["rss_mb"] = {n: rss_mb(p.pid) for n, p in [*cluster.web.items(), ("worker", cluster.worker)]
-                        if p is not None and p.pid}
-    result["exit_codes"] = await asyncio.to_thread(cluster.stop)
+    result["answered_during_drain"] = sum(1 for r in ledger.replies.values() if r and r[0] > waited_at)
+    result["unanswered_tags"] = sorted(t for t in ledger.sent if not ledger.replies.get(t))[:20]
+    result["rss_mb"], result["exit_codes"] = rss, codes
     return result
 
 
