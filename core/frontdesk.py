@@ -165,7 +165,11 @@ class Frontdesk:
     async def _resume_now(self, turn, deliver: Deliver, announce: bool = True) -> bool:
         """Answer a claimed turn now, unless it is no longer this process's and open (answered
         meanwhile ahead of a later message of its session). True when it was answered."""
-        fresh = await asyncio.to_thread(self.agent.services.repo.turn, turn.id)
+        try:
+            fresh = await asyncio.to_thread(self.agent.services.repo.turn, turn.id)
+        except Exception as exc:  # the database is restarting: the next recovery round retries
+            log.warning("turn %s not re-read: %s", turn.id, type(exc).__name__)
+            return False
         meta = (fresh.meta or {}) if fresh is not None else {}
         if fresh is None or fresh.reply is not None or meta.get("state") != "received" \
                 or meta.get("owner") != process_owner():
@@ -357,7 +361,10 @@ class Frontdesk:
             return
         metrics.observe_message(msg.channel, "accepted" if written and written.turn_id else "not_stored")
         if written is not None and written.turn_id is not None:
-            await self._answer_earlier(msg, written.turn_id, deliver)
+            try:
+                await self._answer_earlier(msg, written.turn_id, deliver)
+            except Exception as exc:  # the database is restarting: answer this one anyway
+                log.warning("earlier turns of a session not checked: %s", type(exc).__name__)
             msg = msg.model_copy(update={"turn_id": written.turn_id})
         try:
             reply = await self.respond(msg, typing)
