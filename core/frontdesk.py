@@ -158,18 +158,23 @@ class Frontdesk:
         """Answer a turn interrupted by a crash (claimed by :func:`core.recovery
         .claim_interrupted`) in its session's order, and deliver the reply."""
         async def job() -> None:
-            await self._resume_now(turn, deliver)
+            deadline = time.monotonic() + self.settings.turn_retry_s
+            while True:
+                try:
+                    await self._resume_now(turn, deliver)
+                    return
+                except Exception as exc:  # the database is restarting: the turn is ours now
+                    if time.monotonic() > deadline:
+                        log.error("turn %s not resumed: %s", turn.id, type(exc).__name__)
+                        return
+                    await asyncio.sleep(1.0)
 
         return self.serializer.submit(turn.session_id, job)
 
     async def _resume_now(self, turn, deliver: Deliver, announce: bool = True) -> bool:
         """Answer a claimed turn now, unless it is no longer this process's and open (answered
         meanwhile ahead of a later message of its session). True when it was answered."""
-        try:
-            fresh = await asyncio.to_thread(self.agent.services.repo.turn, turn.id)
-        except Exception as exc:  # the database is restarting: the next recovery round retries
-            log.warning("turn %s not re-read: %s", turn.id, type(exc).__name__)
-            return False
+        fresh = await asyncio.to_thread(self.agent.services.repo.turn, turn.id)
         meta = (fresh.meta or {}) if fresh is not None else {}
         if fresh is None or fresh.reply is not None or meta.get("state") != "received" \
                 or meta.get("owner") != process_owner():
