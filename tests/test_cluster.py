@@ -221,3 +221,27 @@ def test_gate_holds_a_job_until_it_opens():
         return opened_at[0]
 
     assert asyncio.run(main()) >= 0.3
+
+
+def test_bench_scores_lost_duplicates_order_and_recovery():
+    from bot.bench import cluster_score as sc
+    from bot.bench.cluster_lb import Routed
+    from bot.bench.cluster_users import Ledger
+
+    led = Ledger()
+    for i, tag in enumerate(["u001m00", "u001m01", "u001m02", "u002m00"]):
+        led.sent[tag] = 10.0 + i
+    led.record_reply("s1", "[u001m01] b", 12.0)
+    led.record_reply("s1", "resumed “[u001m00] a” … [u001m00] a", 13.0)  # one reply, tag twice
+    led.record_reply("s1", "[u001m02] c", 14.0)
+    led.record_reply("s1", "[u001m02] c", 15.0)  # sent twice
+    led.record_reply("s2", "Sorry, something went wrong", 16.0)
+    got = sc.score(led)
+    assert (got["lost"], got["duplicates"], got["out_of_order"]) == (1, 1, 1)
+    assert len(led.untagged) == 1
+    routed = [Routed("u001m00", "web-0", 200, 11.0, 10.5), Routed("u001m01", "web-1", 200, 11.5, 11.2),
+              Routed("u001m02", "web-0", 200, 11.9, 11.8)]
+    held = sc.held_by(routed, "web-0", 12.5, led)
+    assert held == ["u001m00", "u001m02"]
+    assert sc.recovered_s(held, 12.5, led) == 1.5
+    assert sc.out_of_arrival_order(led.order, routed) == 1

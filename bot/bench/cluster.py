@@ -225,6 +225,7 @@ async def run_scenario(cluster: Cluster, lb, fakes: dict, n: int, users: int, ro
               "metrics": _metric_summary(page, people)}
     if faults:
         result["faults"] = _fault_figures(fault_log, ledger, lb, t0)
+    result["out_of_arrival_order"] = sc.out_of_arrival_order(ledger.order, lb.routed)
     result["answered_during_drain"] = sum(1 for r in ledger.replies.values() if r and r[0] > waited_at)
     result["unanswered_tags"] = sorted(t for t in ledger.sent if not ledger.replies.get(t))[:20]
     result["rss_mb"], result["exit_codes"] = rss, codes
@@ -259,6 +260,7 @@ def _fault_figures(log: dict[str, dict], ledger: Ledger, lb, t0: float) -> dict[
             held = sc.held_by(lb.routed, "web-0", at, ledger)
             figures["held_turns"] = len(held)
             figures["recovered_s"] = sc.recovered_s(held, at, ledger)
+            figures.update(sc.recovery_spread(held, at, ledger))
         out[name] = figures
     return out
 

@@ -26,12 +26,13 @@ _HOP = {"host", "content-length", "transfer-encoding", "connection"}
 @dataclass
 class Routed:
     """One forwarded request: the bench's tag, the backend's name, the HTTP status (0: no
-    answer), and when the answer came (monotonic seconds)."""
+    answer), when the answer came and when the request reached the balancer (monotonic s)."""
 
     tag: str
     backend: str
     status: int
     at: float
+    arrived: float = 0.0
 
 
 @dataclass
@@ -77,6 +78,7 @@ class RoundRobin:
         return live or ring
 
     async def _forward(self, request: web.Request) -> web.Response:
+        arrived = time.monotonic()
         body = await request.read()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
         tag = request.headers.get(TAG_HEADER, "")
@@ -88,12 +90,12 @@ class RoundRobin:
                 async with self._session.request(request.method, url + request.path_qs,  # type: ignore[union-attr]
                                                  data=body, headers=headers) as resp:
                     payload = await resp.read()
-                    self.routed.append(Routed(tag, name, resp.status, time.monotonic()))
+                    self.routed.append(Routed(tag, name, resp.status, time.monotonic(), arrived))
                     return web.Response(status=resp.status, body=payload,
                                         content_type=resp.content_type)
             except aiohttp.ClientConnectorError:
                 self._ejected[name] = time.monotonic() + EJECT_S  # never sent: try the next one
             except (aiohttp.ClientError, asyncio.TimeoutError):
-                self.routed.append(Routed(tag, name, 0, time.monotonic()))
+                self.routed.append(Routed(tag, name, 0, time.monotonic(), arrived))
                 return web.Response(status=502, text="upstream failed")
         return web.Response(status=502, text="no backend")

@@ -17,7 +17,7 @@ from core.admin import percentile
 
 def out_of_order(order: dict[str, list[str]], seq) -> int:
     """Replies (first per message) that follow a reply to a later message of their session;
-    ``seq(tag)`` gives a message's position in its session."""
+    ``seq(tag)`` gives a message's position (or time) in its session."""
     bad = 0
     for tags in order.values():
         seen, top = set(), -1
@@ -40,6 +40,17 @@ def disordered(order: dict[str, list[str]], seq, limit: int = 5) -> list[dict[st
             if len(out) >= limit:
                 break
     return out
+
+
+def out_of_arrival_order(order: dict[str, list[str]], routed) -> int:
+    """Like :func:`out_of_order`, but against the order in which the messages first reached
+    the load balancer (what the service could see), not the order the users sent them."""
+    first: dict[str, float] = {}
+    for r in routed:
+        if r.tag and (r.tag not in first or r.arrived < first[r.tag]):
+            first[r.tag] = r.arrived
+    return out_of_order({s: [t for t in ts if t in first] for s, ts in order.items()},
+                        lambda t: first[t])
 
 
 def tag_seq(tag: str) -> int:
@@ -96,6 +107,15 @@ def recovered_s(held: list[str], killed_at: float, ledger) -> float | None:
     if len(times) < len(held):
         return None
     return round(max(times) - killed_at, 2)
+
+
+def recovery_spread(held: list[str], killed_at: float, ledger) -> dict[str, float | None]:
+    """Seconds from the kill to the first and to the median answer of the held messages (the
+    takeover itself, then the backlog)."""
+    times = sorted(min(ledger.replies[t]) - killed_at for t in held if ledger.replies.get(t))
+    if not times:
+        return {"first_answer_s": None, "median_answer_s": None}
+    return {"first_answer_s": round(times[0], 2), "median_answer_s": round(times[len(times) // 2], 2)}
 
 
 def retries(ledger, t0: float, t1: float) -> int:
