@@ -389,18 +389,38 @@ class Frontdesk:
             self._turn_slots = asyncio.Semaphore(self.settings.max_concurrent_turns)
             self._resume_slots = asyncio.Semaphore(self.settings.max_concurrent_turns)
         loop = asyncio.get_running_loop()
-        deadline, pause = time.monotonic() + self.settings.turn_retry_s, 1.0
         async with (self._resume_slots if taken_over else self._turn_slots):  # type: ignore[union-attr]
+            deadline, pause = time.monotonic() + self.settings.turn_retry_s, 1.0  # from its start
             async with (typing() if typing else contextlib.nullcontext()):
                 with _in_flight():
                     while True:
                         reply = await loop.run_in_executor(self._turn_pool, fn, *args)
                         if not reply.trace.get("retryable") or time.monotonic() + pause > deadline:
+                            if reply.trace.get("retryable") and reply.trace.get("turn_id"):
+                                self._settle_failed(int(reply.trace["turn_id"]))
                             return reply
                         log.warning("turn %s failed transiently; running it again in %.0f s",
                                     reply.trace.get("turn_id"), pause)
                         await asyncio.sleep(pause)
                         pause = min(pause * 2, 8.0)
+
+    def _settle_failed(self, turn_id: int) -> None:
+        """Mark a turn answered with an apology ``failed`` once the database takes writes
+        again (tried for ``TURN_RETRY_S``): left ``received``, it would hold its session's
+        later messages at the order gate."""
+        async def settle() -> None:
+            deadline = time.monotonic() + self.settings.turn_retry_s
+            while time.monotonic() < deadline:
+                try:
+                    await asyncio.to_thread(self.agent.services.repo.update_turn_meta, turn_id,
+                                            {"state": "failed"})
+                    return
+                except Exception:
+                    await asyncio.sleep(1.0)
+
+        task = asyncio.ensure_future(settle())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _turn(self, msg: InboundMessage, typing: Typing | None) -> OutboundMessage:
         t0 = time.perf_counter()
