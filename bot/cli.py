@@ -41,14 +41,14 @@ app.add_typer(llm_app, name="llm")
 
 
 def _setup_logging() -> None:
-    """Log to stderr at ``LOG_LEVEL`` (WARNING by default). The level is set on the handler as
-    well: a library that sets its own logger to DEBUG (bm25s does) would otherwise print its
-    debug lines into the console conversation (issue 14)."""
-    level = os.environ.get("LOG_LEVEL", "WARNING").upper()
-    logging.basicConfig(level=level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for handler in logging.getLogger().handlers:
-        handler.setLevel(level)
+    """Log to stderr at ``LOG_LEVEL`` (WARNING by default) in ``LOG_FORMAT`` (``text``, or
+    ``json``: one object per line; :mod:`core.telemetry.logs`)."""
+    from core.telemetry.logs import setup_logging
+
+    try:
+        setup_logging()
+    except ValueError as exc:
+        _fail(str(exc))
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -399,6 +399,33 @@ def bench_channels_cmd(users: int = typer.Option(50, help="Concurrent simulated 
     from bot.bench.channels import bench_channels
 
     bench_channels(users, turns, solo_turns, delay, cache)
+
+
+@bench_app.command("cluster")
+def bench_cluster_cmd(users: int = typer.Option(210, help="Simulated users (a third on Slack)."),
+                      rounds: int = typer.Option(2, help="Bursts per user in the runs without faults."),
+                      burst: int = typer.Option(2, help="Messages per burst."),
+                      llm_delay: float = typer.Option(0.3, help="Seconds the loopback LLM waits per call."),
+                      size: list[int] = typer.Option([1, 2], help="Web-process counts to measure (repeatable)."),
+                      faults: bool = typer.Option(True, help="Add the run with faults (kill -9, Redis and Postgres restarts)."),
+                      keep_logs: Optional[Path] = typer.Option(None, help="Copy the processes' logs to this directory."),
+                      as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
+    """Several web processes and a worker on a private Postgres and Redis: throughput, p95,
+    lost / duplicate / out-of-order replies under faults (docs/operations.md)."""
+    _setup_logging()
+    from bot.bench.cluster import bench_cluster
+
+    result = bench_cluster(users, rounds, burst, delay_s=llm_delay, sizes=tuple(size), faults=faults,
+                           keep_logs=keep_logs)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    for key in ("lost", "duplicates", "out_of_order", "recovered_s", "throughput_ratio"):
+        typer.echo(f"{key}: {result[key]}")
+    for name, run in result["runs"].items():
+        typer.echo(f"{name}: {run['web_processes']} web, {run['messages']} messages, "
+                   f"{run['throughput']} turns/s, p95 {run['p95_ms']} ms, lost {run['lost']}, "
+                   f"duplicates {run['duplicates']}, out of order {run['out_of_order']}")
 
 
 @bench_app.command("robustness")

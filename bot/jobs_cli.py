@@ -42,7 +42,9 @@ def worker() -> None:
     """Run the scheduled jobs until SIGTERM / SIGINT (the Procfile's worker)."""
     from bot.scheduler import run_worker
     from config.settings import get_settings
+    from core.telemetry.logs import setup_logging
 
+    setup_logging()
     raise typer.Exit(run_worker(get_settings()))
 
 

@@ -8,7 +8,14 @@
 
 At start-up, turns that a crashed process received but never answered are found and answered
 through their channel, or marked (:mod:`core.recovery`); they are claimed before any new
-message is taken, so a repeated delivery of one is not answered twice.
+message is taken, so a repeated delivery of one is not answered twice. While it serves, the
+process renews a liveness lease in the database (:class:`storage.locks.ProcessLease`, every
+``PROCESS_LEASE_TTL_S / 3``) and looks for the turns of dead processes every
+``RECOVERY_INTERVAL_S``, so a turn held by a process killed on any host is answered by a live
+one within about ``PROCESS_LEASE_TTL_S + RECOVERY_INTERVAL_S``.
+
+``/healthz``, ``/readyz`` and ``/metrics`` are served beside the webhooks (:mod:`bot.ops_http`),
+and on ``METRICS_PORT`` too when it is set (a port the load balancer does not expose).
 
 SIGTERM / SIGINT stop the intake (polling stops, webhooks answer 503 so the platforms retry),
 wait up to ``SHUTDOWN_GRACE_S`` for every accepted message to be answered, then close.
@@ -46,6 +53,12 @@ class HttpServer:
         self.app.router.add_get("/healthz", self._health)
         self._runner: web.AppRunner | None = None
         self.routes = 0
+
+    def add_ops(self, readiness) -> None:
+        """Serve ``/readyz`` (``readiness() -> (ok, body)``) and ``/metrics``."""
+        from bot.ops_http import add_routes
+
+        add_routes(self.app, readiness)
 
     def add_post(self, path: str, handler: Callable[[Any, bytes], Awaitable[tuple[int, bytes, dict]]]) -> None:
         """Route POSTs on ``path`` to ``handler(headers, body) -> (status, body, headers)``."""
@@ -137,33 +150,98 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
         agent = Agent(settings)
         await asyncio.to_thread(agent.services.warm_up)  # before the channels take messages
     stop = stop or asyncio.Event()
-    asyncio.get_running_loop().set_default_executor(  # room for every concurrent turn
-        ThreadPoolExecutor(max_workers=settings.max_concurrent_turns + 4))
+    asyncio.get_running_loop().set_default_executor(  # short calls; turns have their own threads
+        ThreadPoolExecutor(max_workers=32, thread_name_prefix="io"))
     _on_signals(stop)
     frontdesk = Frontdesk(agent, settings)
+    lease = _start_lease(agent, settings)
     extra = (settings.telegram_webhook_port,) if settings.telegram_webhook_port else ()
     http = HttpServer(settings.http_host, settings.http_port, extra)
+    http.add_ops(lambda: _readiness(agent, frontdesk))
+    ops = _ops_server(settings, agent, frontdesk)
     channels = build_channels(settings, frontdesk, http)
     interrupted = await asyncio.to_thread(claim_interrupted, agent.services.repo,
                                           settings.turn_stale_s)  # before any new message
-    if http.routes:
+    if http.routes:  # webhooks (polling alone serves the ops endpoints only on METRICS_PORT)
         await http.start()
     for ch in channels:
         await ch.start()
     log.info("medbot: serving %s", ", ".join(configured_channels(settings)))
     await resume_interrupted(frontdesk, channels, interrupted)
+    sweeper = asyncio.create_task(_recovery_loop(frontdesk, channels, settings, stop))
     if ready:
         ready(http)
     await stop.wait()
     log.info("medbot: stopping; finishing %d queued turns", frontdesk.serializer.pending())
+    sweeper.cancel()
     for ch in channels:
         await ch.stop_intake()
     finished = await frontdesk.close(settings.shutdown_grace_s)
     for ch in channels:
         await ch.stop()
     await http.stop()
+    if ops is not None:
+        ops.stop()
+    await asyncio.to_thread(lease.stop)
     log.info("medbot: stopped (%s)", "all turns answered" if finished else "grace period ran out")
     return finished
+
+
+def _start_lease(agent, settings: Settings):
+    """Register this process: its liveness lease (renewed in a thread) and, in multiprocess
+    metrics mode, the sweep of dead processes' metric files and the fold of its own at exit."""
+    from core.recovery import pid_alive, process_owner
+    from core.telemetry import metrics
+    from core.telemetry.exposition import install_exit_cleanup
+    from storage.locks import ProcessLease
+
+    install_exit_cleanup(pid_alive)
+    return ProcessLease(agent.services.repo.engine, process_owner(), settings.process_lease_ttl_s,
+                        on_failure=metrics.LEASE_FAILURES.inc).start()
+
+
+def _readiness(agent, frontdesk):
+    from core.telemetry.readiness import readiness
+
+    return readiness(agent.services.repo.engine, frontdesk.redis, agent.services)
+
+
+def _ops_server(settings: Settings, agent, frontdesk):
+    """``/healthz``, ``/readyz``, ``/metrics`` on ``METRICS_PORT`` as well, when it is set."""
+    if not settings.metrics_port:
+        return None
+    from bot.ops_http import OpsServer
+
+    return OpsServer(settings.http_host, settings.metrics_port,
+                     lambda: _readiness(agent, frontdesk)).start()
+
+
+async def _recovery_loop(frontdesk, channels: list[Any], settings: Settings,
+                         stop: asyncio.Event) -> None:
+    """Every ``RECOVERY_INTERVAL_S``: claim the turns of dead processes and answer them; and
+    fold the metric files of dead processes of this host."""
+    from core.recovery import claim_interrupted, pid_alive
+    from core.telemetry.exposition import sweep_dead
+    from storage.locks import collect_process_leases
+
+    repo = frontdesk.agent.services.repo
+    rounds = 0
+    while not stop.is_set():
+        try:
+            await asyncio.wait_for(stop.wait(), settings.recovery_interval_s)
+            return
+        except asyncio.TimeoutError:
+            pass
+        try:
+            turns = await asyncio.to_thread(claim_interrupted, repo, settings.turn_stale_s)
+            if turns:
+                await resume_interrupted(frontdesk, channels, turns)
+            rounds += 1
+            if rounds % 60 == 1:
+                await asyncio.to_thread(sweep_dead, pid_alive)
+                await asyncio.to_thread(collect_process_leases, repo.engine)
+        except Exception as exc:  # the database is down: the next round tries again
+            log.warning("recovery round failed: %s", type(exc).__name__)
 
 
 async def resume_interrupted(frontdesk, channels: list[Any], turns: list) -> int:
@@ -172,12 +250,14 @@ async def resume_interrupted(frontdesk, channels: list[Any], turns: list) -> int
     no configured channel can reach it (console, a Slack slash command, a channel no longer
     configured). Returns how many turns are being answered."""
     from core.recovery import mark_interrupted
+    from core.telemetry import metrics
 
     n = 0
     for turn in turns:
         deliver = next((d for d in (ch.deliver_to(turn.session_id) for ch in channels) if d), None)
         if deliver is None:
             await asyncio.to_thread(mark_interrupted, frontdesk.agent.services.repo, turn.id)
+            metrics.RECOVERED.labels("unreachable").inc()
             continue
         frontdesk.resume(turn, deliver)
         n += 1
@@ -209,5 +289,7 @@ def run_service(settings: Settings | None = None) -> int:
         agent.services.warm_up()  # index, Kiwi and the embedder before the first question
         chat(agent, settings, user="local")
         return 0
-    print(f"medbot: starting {', '.join(configured_channels(settings))}", file=sys.stderr)
+    from core.telemetry.logs import announce
+
+    announce(f"medbot: starting {', '.join(configured_channels(settings))}")
     return 0 if asyncio.run(serve(settings)) else 1

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from core.jobs import JobResult
+from core.telemetry.logs import announce
 
 log = logging.getLogger(__name__)
 
@@ -102,11 +103,18 @@ def build_scheduler(settings, emit: Callable[[str], None]):
 
 
 def _scheduled_run(name: str, settings, emit: Callable[[str], None]) -> None:
+    from core.telemetry.metrics import observe_job
+
+    t0 = time.monotonic()
     try:
-        emit(run_job(name, settings).to_json())
+        result = run_job(name, settings)
     except Exception:  # the worker keeps its schedule; the next run tries again
         log.exception("job %s failed", name)
+        observe_job(name, "failed", time.monotonic() - t0)
         emit(JobResult(name, skipped="failed: see the log").to_json())
+        return
+    observe_job(name, "skipped" if result.skipped else "ok", time.monotonic() - t0)
+    emit(result.to_json())
 
 
 def _print_line(line: str) -> None:
@@ -124,14 +132,47 @@ def run_worker(settings, stop: threading.Event | None = None,
     if own_signals:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
+    ops = _ops_server(settings)
     sched = build_scheduler(settings, emit)
     sched.start()
     names = [j.id for j in sched.get_jobs()]
-    print(f"worker started: {', '.join(names) or 'no jobs enabled'}", file=sys.stderr, flush=True)
+    announce(f"worker started: {', '.join(names) or 'no jobs enabled'}")
     while not stop.wait(0.5):
         pass
-    print("worker stopping: waiting for running jobs", file=sys.stderr, flush=True)
+    announce("worker stopping: waiting for running jobs")
     t0 = time.monotonic()
     sched.shutdown(wait=True)
-    print(f"worker stopped after {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+    if ops is not None:
+        ops.stop()
+    announce(f"worker stopped after {time.monotonic() - t0:.1f} s")
     return 0
+
+
+WORKER_METRICS_PORT = 9101
+"""The worker's ``/metrics`` port when ``METRICS_PORT`` is unset (0 turns it off)."""
+
+
+def _ops_server(settings):
+    """``/healthz``, ``/readyz`` (database, Redis) and ``/metrics`` of the worker on
+    ``METRICS_PORT`` (default :data:`WORKER_METRICS_PORT`); ``None`` when it is 0. In
+    multiprocess metrics mode the files of dead processes are folded first."""
+    from bot.ops_http import OpsServer
+    from core.recovery import pid_alive
+    from core.telemetry.exposition import install_exit_cleanup
+    from core.telemetry.readiness import readiness
+    from storage.db import shared_engine
+    from storage.redis import get_redis
+
+    install_exit_cleanup(pid_alive)
+    port = WORKER_METRICS_PORT if settings.metrics_port is None else settings.metrics_port
+    if not port:
+        return None
+
+    def ready():
+        return readiness(shared_engine(settings.resolved_database_url), get_redis(settings))
+
+    try:
+        return OpsServer(settings.http_host, port, ready).start()
+    except OSError as exc:  # the port is taken: the jobs matter more than their metrics
+        log.error("worker metrics not served on port %s: %s", port, exc)
+        return None

@@ -132,6 +132,20 @@ class Settings(BaseSettings):
     rate_limit_window_s: float = Field(60.0, alias="RATE_LIMIT_WINDOW_S", gt=0)
     max_concurrent_turns: int = Field(8, alias="MAX_CONCURRENT_TURNS", ge=1)
     shutdown_grace_s: float = Field(60.0, alias="SHUTDOWN_GRACE_S", gt=0)
+    # running several processes (docs/operations.md): each serving process renews a liveness
+    # lease in the database every third of PROCESS_LEASE_TTL_S; a process whose lease lapsed is
+    # dead, and any live one takes over its unanswered turns at its next recovery round (every
+    # RECOVERY_INTERVAL_S), so they are answered within about TTL + interval (target ≤ 60 s).
+    # a message's write-ahead is tried again for this long while the database refuses it (a
+    # restart); a webhook then answers the platform 503, so the message is delivered again
+    write_ahead_retry_s: float = Field(10.0, alias="WRITE_AHEAD_RETRY_S", ge=0)
+    # a turn that failed because the database connection was lost is run again for this long
+    turn_retry_s: float = Field(30.0, alias="TURN_RETRY_S", ge=0)
+    process_lease_ttl_s: float = Field(10.0, alias="PROCESS_LEASE_TTL_S", ge=3)
+    recovery_interval_s: float = Field(3.0, alias="RECOVERY_INTERVAL_S", gt=0)
+    # /healthz, /readyz and /metrics on a port of their own as well (web: besides PORT; worker:
+    # its only HTTP port, 0 = none). Default: web on PORT only, worker on 9101.
+    metrics_port: int | None = Field(None, alias="METRICS_PORT", ge=0, le=65535)
 
     @property
     def llm_configured(self) -> bool:

@@ -41,10 +41,12 @@ class Accepted:
         turn_id: its turn, or ``None`` when nothing was stored (empty message, database down).
         duplicate: the platform delivered this message before and its turn is answered or
             being answered: it must not be answered again.
+        failed: the database refused the write (down, restarting): the message is not stored.
     """
 
     turn_id: int | None
     duplicate: bool = False
+    failed: bool = False
 
 _EMPTY = {"ko": "메시지가 비어 있어요. 궁금한 점을 글로 적어 주세요.",
           "en": "Your message is empty. Please type your question."}
@@ -110,22 +112,44 @@ class Agent:
             if msg.message_id:
                 old = repo.turn_by_message(msg.session, str(msg.message_id))
                 if old is not None:
-                    if recovery.is_interrupted(old, self.settings.turn_stale_s) and recovery.claim(repo, old):
-                        return Accepted(old.id)
-                    return Accepted(old.id, duplicate=True)
-            return Accepted(self._write_ahead(msg, intake, self._lang(msg, intake),
-                                              self._erasure_epoch(msg.user_id)))
-        except Exception:
-            log.exception("could not store the message of %s", msg.user_id)
+                    return self._repeated(old)
+            meta = {**recovery.received_meta(msg.channel, msg.role, msg.message_id, msg.sent_seq),
+                    **intake.meta()}
+            turn_id, created = repo.add_turn_once(msg.user_id, msg.session, intake.stored,
+                                                  self._lang(msg, intake),
+                                                  self._erasure_epoch(msg.user_id), meta)
+            if not created:  # the same delivery was written by another process meanwhile
+                old = repo.turn(turn_id)
+                return self._repeated(old) if old is not None else Accepted(turn_id, duplicate=True)
+            return Accepted(turn_id)
+        except UserErased:
+            log.info("a message was not stored: its user was erased meanwhile")
             return Accepted(None)
+        except Exception as exc:
+            log.warning("could not store the message of %s: %s", msg.user_id, type(exc).__name__)
+            return Accepted(None, failed=True)
 
-    def resume(self, turn: Turn) -> OutboundMessage:
+    def _repeated(self, old: Turn) -> Accepted:
+        """A repeated delivery of the message of turn ``old``: claimed and answered by this
+        process when its owner is gone, else a duplicate (answered or being answered)."""
+        repo = self.services.repo
+        owner = str((old.meta or {}).get("owner") or "")
+        leases = recovery.owner_leases(repo, [owner])
+        if recovery.is_interrupted(old, self.settings.turn_stale_s, leases=leases) \
+                and recovery.claim(repo, old):
+            return Accepted(old.id)
+        return Accepted(old.id, duplicate=True)
+
+    def resume(self, turn: Turn, announce: bool = True) -> OutboundMessage:
         """Answer a turn interrupted by a crash (claimed by :func:`core.recovery
         .claim_interrupted`): re-run it with its stored words, or, past
         :data:`core.recovery.MAX_RESUME_ATTEMPTS`, mark it ``interrupted`` and apologise.
 
+        Args:
+            announce: start the reply by naming the message it answers (a turn of a dead
+                process); ``False`` for a turn of this process answered ahead of a later one.
         Returns:
-            The reply, its first line naming the message it answers.
+            The reply, its first line naming the message it answers when ``announce``.
         """
         meta = turn.meta or {}
         lang = turn.lang if turn.lang in ("ko", "en") else "en"
@@ -138,8 +162,9 @@ class Agent:
             channel=meta.get("channel") or "console", user_id=turn.user_id,
             session_id=turn.session_id, text=turn.user_text, locale=lang,
             role=meta.get("role") or "patient", turn_id=turn.id))
-        reply.text = _RESUMED[lang].format(q=quote) + "\n\n" + reply.text
-        reply.trace["resumed"] = True
+        if announce:
+            reply.text = _RESUMED[lang].format(q=quote) + "\n\n" + reply.text
+            reply.trace["resumed"] = True
         return reply
 
     def handle(self, msg: InboundMessage) -> OutboundMessage:
@@ -207,7 +232,8 @@ class Agent:
                                    trace={"red_flags": final["red_flags"], "error": repr(exc)})
         saved = self._failed(final, exc)
         return OutboundMessage(text=_FAILED[lang] + self._saved_note(lang, saved), lang=lang,
-                               trace={"error": repr(exc), "turn_id": turn_id})
+                               trace={"error": repr(exc), "turn_id": turn_id,
+                                      "retryable": transient(exc)})
 
     # -- write-ahead and the turn's end state ------------------------------------------------
     def _intake(self, msg: InboundMessage) -> Intake:
@@ -285,6 +311,15 @@ class Agent:
         if intake.meta():
             trace.update(intake.meta())
         return OutboundMessage(text=answer, sources=sources, lang=lang, trace=trace)
+
+
+def transient(exc: BaseException) -> bool:
+    """True for a failure that running the turn again may not meet: the database connection
+    was lost or refused (a restart, a failover)."""
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+    return isinstance(exc, (OperationalError, InterfaceError)) or \
+        (isinstance(exc, DBAPIError) and bool(exc.connection_invalidated))
 
 
 def build_trace(st: dict[str, Any], t0: float) -> dict[str, Any]:

@@ -16,12 +16,15 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from core.admin import AdminService, record_turn_metrics
 from core.memory.view import profile_view
 from core.messages import InboundMessage, OutboundMessage
-from core.ordering import RateDecision, SessionSerializer, make_rate_limiter
+from core.ordering import ArrivalBoard, RateDecision, SessionSerializer, make_rate_limiter
+from core.recovery import claim, comes_before, is_interrupted, owner_leases, process_owner
+from core.telemetry import metrics
 from storage.redis import get_redis
 from storage.repositories import Repository
 
@@ -71,7 +74,7 @@ class Frontdesk:
     """Between the channels and the agent.
 
     Args:
-        agent: :class:`core.agent.Agent` (anything with ``ahandle``, ``settings``, ``services``).
+        agent: :class:`core.agent.Agent` (``handle``, ``resume``, ``accept``, ``settings``, ``services``).
         settings: defaults to ``agent.settings``.
         redis: a ``redis.Redis`` client; default from ``REDIS_URL`` (``None`` = in-process).
     """
@@ -83,12 +86,21 @@ class Frontdesk:
         self.engine = agent.services.repo.engine
         self.limiter = make_rate_limiter(self.settings, self.redis)
         self.serializer = SessionSerializer(self.redis)
+        self.arrivals = ArrivalBoard(self.redis)
         self.admin = AdminService(self.engine, self.settings, self.redis, agent.services.cache,
                                   self.limiter)
         self.accepting = True
         self._turn_slots: asyncio.Semaphore | None = None
+        # turns run on threads of their own, so the short calls of intake (write-ahead, Redis,
+        # the order gate) never queue behind minutes of agent work in the default executor
+        # (twice the slots: turns taken over from a dead process have slots of their own, so they
+        # are answered at once instead of queueing behind newer messages)
+        self._turn_pool = ThreadPoolExecutor(2 * self.settings.max_concurrent_turns,
+                                             thread_name_prefix="turn")
+        self._resume_slots: asyncio.Semaphore | None = None
         self._background: set[asyncio.Future] = set()
         self._accepting: dict[str, asyncio.Future] = {}  # per session: its last write-ahead
+        self._answered_ahead: set[int] = set()  # turns answered before a later one of their session
 
     async def _drain(self) -> None:
         while self.serializer.pending() or self._background:
@@ -97,7 +109,9 @@ class Frontdesk:
                 await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def submit(self, msg: InboundMessage, deliver: Deliver, typing: Typing | None = None,
-                     on_accepted: Callable[[], Awaitable[None]] | None = None) -> asyncio.Future | None:
+                     on_accepted: Callable[[], Awaitable[None]] | None = None,
+                     on_stored: Callable[[bool], None] | None = None,
+                     durable: bool = False) -> asyncio.Future | None:
         """Accept one message: its place in the session's order is taken now, the rate limit
         is checked at once, the message is written as a turn at once (write-ahead, before it
         waits for its session's earlier turns), and the reply goes to ``deliver`` when its
@@ -109,11 +123,18 @@ class Frontdesk:
             typing: an async context manager factory showing "typing" while the agent works.
             on_accepted: awaited once the message is durably queued (its turn written, or it
                 needs no turn: a command, a refusal); Slack marks its event seen then.
+            on_stored: called once the write-ahead settled: True when the message is stored
+                or needs no storing, False when the database refused it (after retrying for
+                ``WRITE_AHEAD_RETRY_S``). A webhook answers the platform after it: 200, or 503
+                so that the platform delivers the message again.
+            durable: a message that could not be stored is not answered from memory (the
+                platform's redelivery will be, once), so one delivery never yields two turns.
         Returns:
             A future done when the reply was delivered (or refused), or ``None`` when the
             service is shutting down (the user is told to resend).
         """
         if not self.accepting:
+            metrics.observe_message(msg.channel, "closing")
             await _safe_deliver(deliver, _notice("closing", lang_of(msg)))
             return None
         if msg.command in UNLIMITED_COMMANDS:  # a privacy right is never rate limited (issue 12)
@@ -124,30 +145,120 @@ class Frontdesk:
             notice = asyncio.ensure_future(self._notify_if_limited(msg, deliver, decision))
             self._background.add(notice)
             notice.add_done_callback(self._background.discard)
-        accepted = self._write_ahead(msg, decision, on_accepted)
-        return self.serializer.submit(msg.session,
-                                      lambda: self._job(msg, deliver, typing, decision, accepted))
+        accepted = self._write_ahead(msg, decision, on_accepted, on_stored)
+        metrics.QUEUE_DEPTH.inc()
+
+        async def job() -> None:
+            metrics.QUEUE_DEPTH.dec()
+            if durable and getattr(await _settled(accepted), "failed", False):
+                metrics.observe_message(msg.channel, "not_stored")
+                return  # the platform was told 503 and delivers it again
+            await self._job(msg, deliver, typing, decision, accepted)
+
+        return self.serializer.submit(msg.session, job, lambda: self._earlier_done(msg, accepted))
 
     def resume(self, turn, deliver: Deliver) -> asyncio.Future:
         """Answer a turn interrupted by a crash (claimed by :func:`core.recovery
         .claim_interrupted`) in its session's order, and deliver the reply."""
         async def job() -> None:
-            try:
-                reply = await asyncio.to_thread(self.agent.resume, turn)
-            except Exception:
-                log.exception("could not resume turn %s", turn.id)
-                return
-            await _safe_deliver(deliver, reply)
+            deadline = time.monotonic() + self.settings.turn_retry_s
+            while True:
+                try:
+                    await self._resume_now(turn, deliver)
+                    return
+                except Exception as exc:  # the database is restarting: the turn is ours now
+                    if time.monotonic() > deadline:
+                        log.error("turn %s not resumed: %s", turn.id, type(exc).__name__)
+                        return
+                    await asyncio.sleep(1.0)
 
         return self.serializer.submit(turn.session_id, job)
 
+    async def _resume_now(self, turn, deliver: Deliver, announce: bool = True) -> bool:
+        """Answer a claimed turn now, unless it is no longer this process's and open (answered
+        meanwhile ahead of a later message of its session). True when it was answered."""
+        fresh = await asyncio.to_thread(self.agent.services.repo.turn, turn.id)
+        meta = (fresh.meta or {}) if fresh is not None else {}
+        if fresh is None or fresh.reply is not None or meta.get("state") != "received" \
+                or meta.get("owner") != process_owner():
+            return False
+        t0 = time.perf_counter()
+        try:
+            reply = await self._run_turn(self.agent.resume, fresh, announce, taken_over=announce)
+        except Exception:
+            log.exception("could not resume turn %s", turn.id)
+            return False
+        channel = str(meta.get("channel") or "")
+        _log_turn(channel, reply, metrics.observe_turn(channel, reply.trace,
+                                                       time.perf_counter() - t0, reply.kind))
+        if announce:
+            metrics.RECOVERED.labels("gave_up" if reply.trace.get("interrupted") else "resumed").inc()
+        await _safe_deliver(deliver, reply)
+        return True
+
+    async def _earlier_open(self, msg: InboundMessage, turn_id: int) -> list:
+        """The session's open (``received``) turns sent before the turn ``turn_id``
+        (:func:`core.recovery.comes_before`: the platform's order, else the write order)."""
+        repo = self.agent.services.repo
+        mine = await asyncio.to_thread(repo.turn, turn_id)
+        if mine is None:
+            return []
+        open_turns = await asyncio.to_thread(repo.received_turns, 50, msg.session)
+        return [t for t in open_turns if t.id != turn_id and comes_before(t, mine)]
+
+    async def _earlier_done(self, msg: InboundMessage, accepted: asyncio.Future) -> bool:
+        """The gate of a message's job (checked under the session lock): True when no turn of
+        its session sent before it is still open in another live process. Such turns of dead
+        processes are claimed here (and answered first by the job, :meth:`_answer_earlier`)."""
+        written = await accepted
+        if written is None or written.turn_id is None or written.duplicate:
+            return True
+        later = self._accepting.get(msg.session)  # a message of the session that came in after
+        if later is not None and later is not accepted:  # it here: written yet? (it may be earlier
+            await asyncio.wait([later])                  # by the platform's order)
+        if msg.sent_seq is not None and self.redis is not None and await asyncio.to_thread(
+                self.arrivals.pending_before, msg.session, msg.sent_seq):
+            return False  # a message sent before it reached another process: wait for its turn
+        repo = self.agent.services.repo
+        earlier = await self._earlier_open(msg, written.turn_id)
+        others = [t for t in earlier if (t.meta or {}).get("owner") != process_owner()]
+        if not others:
+            return True
+        leases = await asyncio.to_thread(owner_leases, repo, {str(t.meta.get("owner")) for t in others})
+        for t in others:
+            if not (is_interrupted(t, self.settings.turn_stale_s, leases=leases)
+                    and await asyncio.to_thread(claim, repo, t)):
+                return False  # a live process still answers it: wait
+        return True
+
+    async def _answer_earlier(self, msg: InboundMessage, turn_id: int, deliver: Deliver) -> None:
+        """Answer the session's open turns sent before the message of ``turn_id`` that this
+        process holds (claimed from a dead process, or written here after it), first, so the
+        session's replies keep their order."""
+        for t in await self._earlier_open(msg, turn_id):
+            if (t.meta or {}).get("owner") == process_owner():
+                claimed = bool((t.meta or {}).get("attempts"))
+                if await self._resume_now(t, deliver, announce=claimed) and not claimed:
+                    self._answered_ahead.add(int(t.id))
+
     def _write_ahead(self, msg: InboundMessage, decision: asyncio.Future,
-                     on_accepted: Callable[[], Awaitable[None]] | None) -> asyncio.Future:
+                     on_accepted: Callable[[], Awaitable[None]] | None,
+                     on_stored: Callable[[bool], None] | None = None) -> asyncio.Future:
         """Start writing ``msg`` as a turn (after the one before it in its session, so turn ids
         keep the arrival order); the future gives :class:`core.agent.Accepted` or ``None``."""
         session, previous = msg.session, self._accepting.get(msg.session)
 
         async def write():
+            seq = msg.sent_seq if msg.command is None else None
+            arrival = await asyncio.to_thread(self.arrivals.arrive, session, seq) \
+                if seq is not None and self.redis is not None else None
+            try:
+                return await written_ahead()
+            finally:
+                if arrival is not None:
+                    await asyncio.to_thread(self.arrivals.written, session, arrival)
+
+        async def written_ahead():
             try:
                 verdict: RateDecision = await decision
             except Exception:
@@ -156,7 +267,12 @@ class Frontdesk:
                 await asyncio.wait([previous])
             accepted = None
             if verdict.allowed and msg.command is None:
-                accepted = await asyncio.to_thread(self.agent.accept, msg)
+                accepted = await self._accept_retrying(msg)
+            if on_stored is not None:
+                try:
+                    on_stored(not (accepted is not None and accepted.failed))
+                except Exception:
+                    log.exception("on_stored of a message of %s failed", msg.user_id)
             if on_accepted is not None:
                 try:
                     await on_accepted()
@@ -169,6 +285,17 @@ class Frontdesk:
         fut.add_done_callback(lambda f: self._accepting.pop(session, None)
                               if self._accepting.get(session) is f else None)
         return fut
+
+    async def _accept_retrying(self, msg: InboundMessage):
+        """:meth:`core.agent.Agent.accept`, tried again while the database refuses the write
+        (a restart takes seconds), for at most ``WRITE_AHEAD_RETRY_S`` seconds."""
+        deadline, pause = time.monotonic() + self.settings.write_ahead_retry_s, 0.2
+        while True:
+            accepted = await asyncio.to_thread(self.agent.accept, msg)
+            if not getattr(accepted, "failed", False) or time.monotonic() + pause > deadline:
+                return accepted
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 2.0)
 
     async def close(self, timeout: float | None = None) -> bool:
         """Stop accepting and wait for every accepted message to be answered.
@@ -183,6 +310,8 @@ class Frontdesk:
         except asyncio.TimeoutError:
             log.warning("shutdown: %d jobs still running after %s s", self.serializer.pending(), timeout)
             return False
+        finally:
+            self._turn_pool.shutdown(wait=False)
 
     async def respond(self, msg: InboundMessage, typing: Typing | None = None) -> OutboundMessage:
         """The reply to one message (a command's or the agent's), without order or limits."""
@@ -225,34 +354,87 @@ class Frontdesk:
             log.exception("rate limiter failed for %s", msg.user_id)
             verdict = RateDecision(True)
         if not verdict.allowed:
+            metrics.observe_message(msg.channel, "rate_limited")
+            metrics.TURNS.labels(metrics.safe_label(msg.channel), "refused").inc()
             return
         try:
             written = await accepted
         except Exception:  # the write-ahead is retried by the agent itself
             log.exception("write-ahead of a message of %s failed", msg.user_id)
             written = None
+        if written is not None and written.turn_id in self._answered_ahead:
+            self._answered_ahead.discard(written.turn_id)  # answered first, ahead of a later one
+            return
         if written is not None and written.duplicate:
             log.info("repeated delivery of message %s (turn %s): not answered again",
                      msg.message_id, written.turn_id)
+            metrics.observe_message(msg.channel, "duplicate")
             return
+        metrics.observe_message(msg.channel, "accepted" if written and written.turn_id else "not_stored")
         if written is not None and written.turn_id is not None:
+            try:
+                await self._answer_earlier(msg, written.turn_id, deliver)
+            except Exception as exc:  # the database is restarting: answer this one anyway
+                log.warning("earlier turns of a session not checked: %s", type(exc).__name__)
             msg = msg.model_copy(update={"turn_id": written.turn_id})
         try:
             reply = await self.respond(msg, typing)
         except Exception:
             log.exception("message of %s failed", msg.user_id)
             reply = _notice("failed", lang_of(msg))
+            metrics.observe_turn(msg.channel, {"error": True}, 0.0, "failed")
         await _safe_deliver(deliver, reply)
 
-    async def _turn(self, msg: InboundMessage, typing: Typing | None) -> OutboundMessage:
+    async def _run_turn(self, fn: Callable[..., OutboundMessage], *args: Any,
+                        typing: Typing | None = None, taken_over: bool = False) -> OutboundMessage:
+        """``fn(*args)`` (a turn: :meth:`Agent.handle` or :meth:`Agent.resume`) in one of
+        ``MAX_CONCURRENT_TURNS`` slots on the turn threads (``taken_over``: a turn of a dead
+        process, in slots of their own); run again while it fails for a transient reason (the
+        database restarting), for at most ``TURN_RETRY_S`` seconds."""
         if self._turn_slots is None:
             self._turn_slots = asyncio.Semaphore(self.settings.max_concurrent_turns)
-        t0 = time.perf_counter()
-        async with self._turn_slots:
+            self._resume_slots = asyncio.Semaphore(self.settings.max_concurrent_turns)
+        loop = asyncio.get_running_loop()
+        async with (self._resume_slots if taken_over else self._turn_slots):  # type: ignore[union-attr]
+            deadline, pause = time.monotonic() + self.settings.turn_retry_s, 1.0  # from its start
             async with (typing() if typing else contextlib.nullcontext()):
-                reply = await self.agent.ahandle(msg)
+                with _in_flight():
+                    while True:
+                        reply = await loop.run_in_executor(self._turn_pool, fn, *args)
+                        if not reply.trace.get("retryable") or time.monotonic() + pause > deadline:
+                            if reply.trace.get("retryable") and reply.trace.get("turn_id"):
+                                self._settle_failed(int(reply.trace["turn_id"]))
+                            return reply
+                        log.warning("turn %s failed transiently; running it again in %.0f s",
+                                    reply.trace.get("turn_id"), pause)
+                        await asyncio.sleep(pause)
+                        pause = min(pause * 2, 8.0)
+
+    def _settle_failed(self, turn_id: int) -> None:
+        """Mark a turn answered with an apology ``failed`` once the database takes writes
+        again (tried for ``TURN_RETRY_S``): left ``received``, it would hold its session's
+        later messages at the order gate."""
+        async def settle() -> None:
+            deadline = time.monotonic() + self.settings.turn_retry_s
+            while time.monotonic() < deadline:
+                try:
+                    await asyncio.to_thread(self.agent.services.repo.update_turn_meta, turn_id,
+                                            {"state": "failed"})
+                    return
+                except Exception:
+                    await asyncio.sleep(1.0)
+
+        task = asyncio.ensure_future(settle())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _turn(self, msg: InboundMessage, typing: Typing | None) -> OutboundMessage:
+        t0 = time.perf_counter()
+        reply = await self._run_turn(self.agent.handle, msg, typing=typing)
         ms = (time.perf_counter() - t0) * 1000
         reply.trace["channel_ms"] = round(ms, 2)
+        _log_turn(msg.channel, reply, metrics.observe_turn(msg.channel, reply.trace, ms / 1000,
+                                                           reply.kind))
         try:
             await asyncio.to_thread(record_turn_metrics, self.engine, reply.trace.get("turn_id"),
                                     ms, int(reply.trace.get("llm_calls") or 0), msg.channel)
@@ -271,6 +453,42 @@ class Frontdesk:
                 name = f.get("name_ko") if lang == "ko" and f.get("name_ko") else f["name"]
                 lines.append(f"- {name} {value} {f.get('unit', '')}".rstrip())
         return OutboundMessage(text="\n".join(lines), lang=lang, kind="command")
+
+
+async def _settled(fut: asyncio.Future) -> Any:
+    """The future's result, or ``None`` when it raised."""
+    try:
+        return await fut
+    except Exception:
+        return None
+
+
+@contextlib.contextmanager
+def _in_flight():
+    metrics.IN_FLIGHT.inc()
+    try:
+        yield
+    finally:
+        metrics.IN_FLIGHT.dec()
+
+
+def _log_turn(channel: str, reply: OutboundMessage, outcome: str) -> None:
+    """One INFO line per finished turn: ids, channel, outcome and node timings, never text."""
+    trace = reply.trace or {}
+    log.info("turn %s %s %s in %s ms", trace.get("turn_id"), channel, outcome,
+             trace.get("channel_ms", trace.get("total_ms")),
+             extra={"turn_id": trace.get("turn_id"), "channel": channel, "outcome": outcome,
+                    "ms": trace.get("channel_ms", trace.get("total_ms")),
+                    "nodes": _node_ms(trace.get("nodes") or []),
+                    "llm_calls": trace.get("llm_calls", 0), "resumed": bool(trace.get("resumed"))})
+
+
+def _node_ms(nodes: list) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for n in nodes:
+        if isinstance(n, dict) and isinstance(n.get("ms"), (int, float)):
+            out[str(n.get("node"))] = round(out.get(str(n.get("node")), 0.0) + n["ms"], 2)
+    return out
 
 
 def _notice(key: str, lang: str, **kw: Any) -> OutboundMessage:

@@ -35,6 +35,9 @@ class InboundMessage(BaseModel):
             kept in the turn to recognise a delivery repeated after a crash.
         turn_id: the turn already written for this message (write-ahead by
             :meth:`core.agent.Agent.accept`); ``None``: the agent writes it first.
+        sent_seq: the message's place in its chat by the platform's clock or counter
+            (Telegram message id, Slack ``ts``); a session's turns are answered in this order
+            when two processes got them at once (``None``: by arrival).
     """
 
     channel: str = "console"
@@ -50,6 +53,7 @@ class InboundMessage(BaseModel):
     args: list[str] = Field(default_factory=list)
     message_id: str | None = None
     turn_id: int | None = None
+    sent_seq: float | None = None
 
     @property
     def session(self) -> str:

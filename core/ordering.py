@@ -3,7 +3,11 @@
 - :class:`SessionSerializer` runs the jobs of one session one at a time in the order they were
   submitted, and jobs of different sessions concurrently (asyncio tasks; the agent's blocking
   work runs in threads). With Redis, each job also holds a per-session Redis lock, so two
-  processes serving the same session never run its turns at the same time.
+  processes serving the same session never run its turns at the same time. A job may come with
+  a *gate* (checked under the lock; the front desk's says "every earlier turn of this session is
+  answered", so messages of one session sent to two processes are answered in the order they
+  were written); while it is shut the lock is given back and the job waits, without holding a
+  thread. When Redis cannot be reached, a job runs without the lock (the gate still orders it).
 - :func:`make_rate_limiter` gives a per-user limit of ``RATE_LIMIT_MESSAGES`` per
   ``RATE_LIMIT_WINDOW_S`` seconds: in Redis when ``REDIS_URL`` is set (shared by every
   process), in-process otherwise. ``RATE_LIMIT_MESSAGES=0`` turns it off.
@@ -41,6 +45,7 @@ def session_lock_key(session_id: str) -> str:
 
 # -- per-session order -----------------------------------------------------------------------
 Job = Callable[[], Awaitable[Any]]
+Gate = Callable[[], Awaitable[bool]]
 
 
 class SessionSerializer:
@@ -60,17 +65,21 @@ class SessionSerializer:
         self.redis = redis
         self.lock_ttl_s = lock_ttl_s
         self.wait_s = wait_s
-        self._queues: dict[str, deque[tuple[Job, asyncio.Future]]] = {}
+        self._queues: dict[str, deque[tuple[Job, Gate | None, asyncio.Future]]] = {}
         self._workers: dict[str, asyncio.Task] = {}
 
-    def submit(self, session_id: str, job: Job) -> asyncio.Future:
+    def submit(self, session_id: str, job: Job, gate: Gate | None = None) -> asyncio.Future:
         """Queue ``job`` (an async callable) behind the session's earlier jobs.
 
+        Args:
+            gate: awaited under the session lock before the job runs; while it returns False
+                the lock is released and the gate asked again later (backing off from 50 ms to
+                1 s), for at most ``wait_s`` seconds, then the job runs anyway.
         Returns:
             A future with the job's result (or exception). Never blocks.
         """
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._queues.setdefault(session_id, deque()).append((job, fut))
+        self._queues.setdefault(session_id, deque()).append((job, gate, fut))
         if session_id not in self._workers:
             self._workers[session_id] = asyncio.create_task(self._work(session_id),
                                                             name=f"session {session_id}")
@@ -89,9 +98,9 @@ class SessionSerializer:
         queue = self._queues[session_id]
         try:
             while queue:
-                job, fut = queue.popleft()
+                job, gate, fut = queue.popleft()
                 try:
-                    result = await self._run_locked(session_id, job)
+                    result = await self._run_locked(session_id, job, gate)
                 except Exception as exc:  # the job's failure belongs to its future
                     if not fut.done():
                         fut.set_exception(exc)
@@ -103,23 +112,49 @@ class SessionSerializer:
             if not queue:
                 self._queues.pop(session_id, None)
 
-    async def _run_locked(self, session_id: str, job: Job) -> Any:
+    async def _run_locked(self, session_id: str, job: Job, gate: Gate | None) -> Any:
+        deadline, pause = time.monotonic() + self.wait_s, 0.05
+        while True:
+            lock = await self._acquire(session_id, deadline)
+            try:
+                if gate is None or time.monotonic() > deadline or await _open(gate):
+                    if gate is not None and time.monotonic() > deadline:
+                        log.warning("session %s: earlier turns still open after %.0f s; "
+                                    "answering anyway", session_id, self.wait_s)
+                    renew = asyncio.create_task(self._renew(lock)) if lock is not None else None
+                    try:
+                        return await job()
+                    finally:
+                        if renew is not None:
+                            renew.cancel()
+            finally:
+                if lock is not None:
+                    await asyncio.to_thread(_release_quietly, lock)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+    async def _acquire(self, session_id: str, deadline: float) -> Any:
+        """The session's Redis lock, polled without blocking a thread until ``deadline``;
+        ``None`` without Redis, when Redis fails, or when the deadline passed."""
         if self.redis is None:
-            return await job()
+            return None
         lock = self.redis.lock(session_lock_key(session_id), timeout=self.lock_ttl_s,
-                               blocking_timeout=self.wait_s, thread_local=False)
-        acquired = await asyncio.to_thread(lock.acquire)
-        if not acquired:
-            log.warning("session lock of %s not acquired in %.0f s; running anyway",
-                        session_id, self.wait_s)
-        renew = asyncio.create_task(self._renew(lock)) if acquired else None
-        try:
-            return await job()
-        finally:
-            if renew is not None:
-                renew.cancel()
-            if acquired:
-                await asyncio.to_thread(_release_quietly, lock)
+                               thread_local=False)
+        pause = 0.02
+        while True:
+            try:
+                if await asyncio.to_thread(lock.acquire, blocking=False):
+                    return lock
+            except Exception as exc:  # Redis down or restarting: order by the gate alone
+                log.warning("session lock of %s unavailable (%s); running without it",
+                            session_id, type(exc).__name__)
+                return None
+            if time.monotonic() > deadline:
+                log.warning("session lock of %s not acquired in %.0f s; running anyway",
+                            session_id, self.wait_s)
+                return None
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.5)
 
     async def _renew(self, lock: Any) -> None:
         """Reset the lock's TTL every third of it while the job runs (a crashed process's
@@ -131,6 +166,14 @@ class SessionSerializer:
             except Exception as exc:  # lost meanwhile: the job goes on, unordered
                 log.warning("session lock %s not renewed: %r", lock.name, exc)
                 return
+
+
+async def _open(gate: Gate) -> bool:
+    try:
+        return bool(await gate())
+    except Exception as exc:  # e.g. the database is restarting: ask again later
+        log.warning("session gate failed (%s); retrying", type(exc).__name__)
+        return False
 
 
 def _release_quietly(lock: Any) -> None:
@@ -255,3 +298,76 @@ def make_rate_limiter(settings, redis: Any = None) -> RateLimiter:
     if redis is not None:
         return RedisRateLimiter(redis, settings.rate_limit_messages, settings.rate_limit_window_s)
     return MemoryRateLimiter(settings.rate_limit_messages, settings.rate_limit_window_s)
+
+
+# -- arrivals: messages of a session that reached some process and are not yet written -------
+class ArrivalBoard:
+    """Which messages of a session have reached a process and are not yet written as turns,
+    shared through Redis (a sorted set ``medbot:session:{<id>}:arrivals`` scored by the
+    platform's order of the message, 120 s TTL).
+
+    The order gate of a turn waits while a message sent *before* it (by the platform's order)
+    has arrived somewhere and is still being written, so two messages of one chat sent a moment
+    apart to two processes are answered in the order they were sent even when the later one is
+    written first. An arrival older than ``max_age_s`` is ignored (its process died before
+    writing it; the platform delivers it again). Every Redis error is swallowed: without Redis
+    the gate orders by the written turns alone.
+
+    Args:
+        redis: a ``redis.Redis`` client, or ``None`` (the board is then empty).
+        max_age_s: seconds after which an arrival no longer holds later messages back.
+    """
+
+    def __init__(self, redis: Any = None, max_age_s: float = 15.0) -> None:
+        self.redis, self.max_age_s = redis, max_age_s
+
+    @staticmethod
+    def key(session_id: str) -> str:
+        """The Redis key of a session's arrivals (holds platform sequence numbers only)."""
+        return f"{KEY_ROOT}:session:{{{session_id}}}:arrivals"
+
+    def arrive(self, session_id: str, seq: float) -> str | None:
+        """Record that the message ``seq`` of the session arrived; returns its member name
+        (give it to :meth:`written`), or ``None`` without Redis."""
+        if self.redis is None:
+            return None
+        member = f"{seq!r}:{time.time():.6f}"
+        try:
+            pipe = self.redis.pipeline()
+            pipe.zadd(self.key(session_id), {member: seq})
+            pipe.expire(self.key(session_id), 120)
+            pipe.execute()
+            return member
+        except Exception as exc:
+            log.debug("arrival not recorded: %r", exc)
+            return None
+
+    def written(self, session_id: str, member: str | None) -> None:
+        """The message of ``member`` is written (or refused): it holds nothing back any more."""
+        if self.redis is None or member is None:
+            return
+        try:
+            self.redis.zrem(self.key(session_id), member)
+        except Exception as exc:
+            log.debug("arrival not cleared: %r", exc)
+
+    def pending_before(self, session_id: str, seq: float) -> bool:
+        """True while a message sent before ``seq`` arrived less than ``max_age_s`` ago and is
+        not yet written."""
+        if self.redis is None:
+            return False
+        try:
+            members = self.redis.zrangebyscore(self.key(session_id), "-inf", f"({seq!r}")
+        except Exception as exc:
+            log.debug("arrivals unreadable: %r", exc)
+            return False
+        now = time.time()
+        for m in members:
+            text = m.decode() if isinstance(m, bytes) else str(m)
+            try:
+                at = float(text.rsplit(":", 1)[1])
+            except (IndexError, ValueError):
+                continue
+            if now - at < self.max_age_s:
+                return True
+        return False

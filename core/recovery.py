@@ -6,11 +6,14 @@ process (``host:pid:token``), the channel, role and platform ``message_id``. The
 then becomes ``answered`` (:meth:`storage.repositories.Repository.set_reply`), ``failed`` (the
 agent apologised) or ``interrupted`` (given up after a crash; the user's words stay).
 
-A ``received`` turn is *interrupted* (:func:`is_interrupted`) when its owner is gone: a dead
-process on this host (or an earlier process with this pid, e.g. a restarted container), or any
-owner on another host after ``TURN_STALE_S``. ``medbot run`` claims such turns at start-up
-(:func:`claim_interrupted`, a compare-and-set on the owner, so two starting processes never
-take the same turn) and answers them through the channel of their session, or marks them.
+A ``received`` turn is *interrupted* (:func:`is_interrupted`) when its owner is gone: its
+liveness lease lapsed (every serving process renews one in the database every few seconds,
+:class:`storage.locks.ProcessLease`, whatever host it runs on), or it is a dead process on
+this host (or an earlier process with this pid, e.g. a restarted container), or an owner
+without a lease (a command-line process) on another host after ``TURN_STALE_S``. ``medbot run``
+claims such turns at start-up and every ``RECOVERY_INTERVAL_S`` while it serves
+(:func:`claim_interrupted`, a compare-and-set on the owner, so two live processes never take
+the same turn) and answers them through the channel of their session, or marks them.
 """
 
 from __future__ import annotations
@@ -18,12 +21,15 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 import uuid
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from storage.locks import process_lease_expiries
 from storage.models import Turn, as_utc, utcnow
 from storage.repositories import Repository
 
@@ -34,9 +40,16 @@ MAX_RESUME_ATTEMPTS = 1
 message itself may be what kills the process), it is marked ``interrupted`` instead."""
 
 
+def host_id() -> str:
+    """This machine's name in owner tokens: ``MEDBOT_HOST_ID`` when set (hosts whose names are
+    not unique, e.g. containers on several machines), else the host name. Only owners of the
+    same host id are judged by process id; others only by their liveness lease."""
+    return os.environ.get("MEDBOT_HOST_ID") or socket.gethostname()
+
+
 @lru_cache(maxsize=None)
 def _owner(pid: int) -> str:
-    return f"{socket.gethostname()}:{pid}:{uuid.uuid4().hex[:12]}"
+    return f"{host_id()}:{pid}:{uuid.uuid4().hex[:12]}"
 
 
 def process_owner() -> str:
@@ -44,13 +57,31 @@ def process_owner() -> str:
     return _owner(os.getpid())
 
 
-def received_meta(channel: str, role: str, message_id: str | None) -> dict[str, Any]:
-    """The write-ahead ``meta`` of a new turn (state ``received``, owned by this process)."""
+def received_meta(channel: str, role: str, message_id: str | None,
+                  seq: float | None = None) -> dict[str, Any]:
+    """The write-ahead ``meta`` of a new turn (state ``received``, owned by this process;
+    ``seq``: the platform's order of the message in its chat)."""
     meta: dict[str, Any] = {"state": "received", "owner": process_owner(), "channel": channel,
                             "role": role}
     if message_id:
         meta["message_id"] = str(message_id)
+    if seq is not None:
+        meta["seq"] = float(seq)
     return meta
+
+
+def comes_before(a: Turn, b: Turn) -> bool:
+    """True when turn ``a`` was sent before turn ``b`` of the same session: by the platform's
+    order when both have one, else by turn id (the order they were written)."""
+    sa, sb = (a.meta or {}).get("seq"), (b.meta or {}).get("seq")
+    if isinstance(sa, (int, float)) and isinstance(sb, (int, float)) and sa != sb:
+        return sa < sb
+    return (a.id or 0) < (b.id or 0)
+
+
+def pid_alive(pid: int) -> bool:
+    """True while process ``pid`` of this host runs (a zombie counts as dead)."""
+    return _pid_alive(pid)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -66,11 +97,16 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def is_interrupted(turn: Turn, stale_s: float, now: datetime | None = None) -> bool:
+def is_interrupted(turn: Turn, stale_s: float, now: datetime | None = None,
+                   leases: Mapping[str, float] | None = None) -> bool:
     """True when ``turn`` was received but its owner can no longer answer it.
 
     Args:
-        stale_s: age (seconds) after which an owner on another host counts as gone.
+        stale_s: age (seconds) after which an owner without a lease on another host counts
+            as gone.
+        leases: ``{owner: lease expiry (epoch s)}`` (:func:`owner_leases`); an owner whose
+            lease lapsed is gone, one whose lease is current is alive unless it is a dead
+            process of this host.
     """
     meta = turn.meta or {}
     if turn.reply is not None or meta.get("state") != "received":
@@ -78,13 +114,26 @@ def is_interrupted(turn: Turn, stale_s: float, now: datetime | None = None) -> b
     owner = str(meta.get("owner") or "")
     if owner == process_owner():
         return False  # running here
+    expiry = (leases or {}).get(owner)
+    if expiry is not None and expiry < (now.timestamp() if now else time.time()):
+        return True  # its liveness lease lapsed: dead or cut off, on whatever host
     host, _, rest = owner.partition(":")
     pid_text = rest.partition(":")[0]
     age = ((now or utcnow()) - as_utc(turn.created_at)).total_seconds()
-    if host == socket.gethostname() and pid_text.isdigit():
+    if host == host_id() and pid_text.isdigit():
         pid = int(pid_text)
-        return pid == os.getpid() or not _pid_alive(pid) or age > stale_s
-    return age > stale_s
+        return pid == os.getpid() or not _pid_alive(pid) or (expiry is None and age > stale_s)
+    return expiry is None and age > stale_s
+
+
+def owner_leases(repo: Repository, owners: Iterable[str]) -> dict[str, float]:
+    """The liveness-lease expiries of ``owners`` (:func:`storage.locks.process_lease_expiries`);
+    empty when the database cannot say (the stale rules then decide)."""
+    try:
+        return process_lease_expiries(repo.engine, [o for o in owners if o])
+    except Exception as exc:
+        log.warning("recovery: process leases unreadable: %s", exc)
+        return {}
 
 
 def claim(repo: Repository, turn: Turn) -> bool:
@@ -92,7 +141,8 @@ def claim(repo: Repository, turn: Turn) -> bool:
     attempt; False when another process took it first."""
     meta = turn.meta or {}
     return repo.update_turn_meta(turn.id, {"owner": process_owner(),  # type: ignore[arg-type]
-                                           "attempts": int(meta.get("attempts", 0)) + 1},
+                                           "attempts": int(meta.get("attempts", 0)) + 1,
+                                           "taken_from": str(meta.get("owner") or "")},
                                  if_owner=str(meta.get("owner") or ""))
 
 
@@ -108,10 +158,12 @@ def claim_interrupted(repo: Repository, stale_s: float, limit: int = 1000,
         :func:`should_resume` tells whether to re-run or to give up on each.
     """
     out = []
-    for turn in repo.unanswered_turns(limit):
-        if sessions is not None and turn.session_id not in sessions:
-            continue
-        if is_interrupted(turn, stale_s) and claim(repo, turn):
+    turns = repo.received_turns(limit)
+    if sessions is not None:
+        turns = [t for t in turns if t.session_id in sessions]
+    leases = owner_leases(repo, {str((t.meta or {}).get("owner") or "") for t in turns})
+    for turn in turns:
+        if is_interrupted(turn, stale_s, leases=leases) and claim(repo, turn):
             fresh = repo.turn(turn.id)  # type: ignore[arg-type]
             if fresh is not None:
                 out.append(fresh)

@@ -130,6 +130,11 @@ class Services:
                 return None
         return self._type_vecs[key]
 
+    @property
+    def index_loaded(self) -> bool:
+        """True once :meth:`index` has loaded the knowledge index (readiness)."""
+        return self._index is not None
+
     def index(self) -> HybridIndex:
         """The knowledge index, loaded once (building the bundled one on first run).
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from functools import lru_cache
@@ -43,7 +44,9 @@ def make_engine(url: str) -> Engine:
             ``postgresql+psycopg://user@127.0.0.1/medbot`` (``postgresql://`` means psycopg 3).
     Returns:
         A ready :class:`~sqlalchemy.engine.Engine`. SQLite runs in WAL mode with a 30 s busy
-        timeout so a CLI process and the service can share the file.
+        timeout so a CLI process and the service can share the file. Errors never show the
+        statement's parameters (user text; ``hide_parameters``). A Postgres pool holds
+        ``DB_POOL_SIZE`` (5) connections plus ``DB_MAX_OVERFLOW`` (10) at peak, per engine.
     Raises:
         sqlalchemy.exc.ArgumentError: the URL is malformed.
         sqlalchemy.exc.OperationalError: the database cannot be reached.
@@ -83,15 +86,25 @@ def raw_engine(url: str) -> Engine:
         path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else ""
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30},
+                                   hide_parameters=True)
         else:  # one shared in-memory database, not one per connection
-            engine = create_engine("sqlite://", poolclass=StaticPool,
+            engine = create_engine("sqlite://", poolclass=StaticPool, hide_parameters=True,
                                    connect_args={"check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(url, pool_pre_ping=True, hide_parameters=True,
+                         pool_size=_env_int("DB_POOL_SIZE", 5), max_overflow=_env_int("DB_MAX_OVERFLOW", 10))
+
+
+def _env_int(name: str, default: int) -> int:
+    """An integer from the environment (connection-pool sizes, read where engines are made)."""
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

@@ -101,7 +101,8 @@ class DbLockBackend:
             return None
 
     def extend(self, handle: tuple[str, str], ttl_s: float) -> bool:
-        """Push the expiry to now + ``ttl_s``; False when the row is no longer ours."""
+        """Push the expiry to now + ``ttl_s`` (a negative ``ttl_s`` lets it lapse now); False
+        when the row is no longer ours."""
         name, token = handle
         with self.engine.begin() as conn:
             res = conn.execute(update(JobLock).where(JobLock.name == name)
@@ -230,3 +231,99 @@ def job_lock(name: str, ttl_s: float, settings=None, *, backend=None,
         except Exception as exc:  # it lapses after ttl_s anyway
             log.warning("releasing lease %r failed: %s", name, exc)
 
+
+
+# -- process leases (liveness of a serving process) -------------------------------------------
+PROCESS_LEASE_PREFIX = "process:"
+
+
+def process_lease_name(owner: str) -> str:
+    """The ``joblock`` row name of a process's liveness lease: ``process:`` + the SHA-1 of its
+    owner token (``host:pid:random``, :func:`core.recovery.process_owner`), so any host name fits."""
+    import hashlib
+
+    return PROCESS_LEASE_PREFIX + hashlib.sha1(owner.encode("utf-8")).hexdigest()
+
+
+def process_lease_expiries(engine: Engine, owners: list[str]) -> dict[str, float]:
+    """``{owner: expires_at}`` (epoch seconds) for the owners that have a liveness lease row;
+    an owner without one is absent (it never registered, or its row was collected)."""
+    if not owners:
+        return {}
+    names = {process_lease_name(o): o for o in set(owners)}
+    with engine.connect() as conn:
+        rows = conn.execute(select(JobLock.name, JobLock.expires_at)
+                            .where(JobLock.name.in_(list(names)))).all()  # type: ignore[attr-defined]
+    return {names[name]: float(exp) for name, exp in rows}
+
+
+def collect_process_leases(engine: Engine, older_than_s: float = 86400.0) -> int:
+    """Delete liveness leases that lapsed more than ``older_than_s`` seconds ago (by then every
+    turn of that process is older than ``TURN_STALE_S`` too). Returns the rows deleted."""
+    with engine.begin() as conn:
+        res = conn.execute(delete(JobLock)
+                           .where(JobLock.name.startswith(PROCESS_LEASE_PREFIX))  # type: ignore[attr-defined]
+                           .where(JobLock.expires_at < time.time() - older_than_s))
+        return int(res.rowcount or 0)
+
+
+class ProcessLease:
+    """This process's liveness lease: a ``joblock`` row renewed every ``ttl_s / 3`` by a daemon
+    thread while the process lives; it lapses ``ttl_s`` after the process dies (even by
+    SIGKILL), and then any live process may take over its unanswered turns
+    (:func:`core.recovery.is_interrupted`).
+
+    It lives in the database, not in Redis: turns and leases are then read from the same
+    store, so a Redis restart (which empties a cache-only Redis) never makes every live process
+    look dead.
+
+    Args:
+        engine: the service's database.
+        owner: this process's owner token.
+        ttl_s: seconds without renewal after which the process counts as dead.
+        on_failure: called (no arguments) after each failed renewal (a metric).
+    """
+
+    def __init__(self, engine: Engine, owner: str, ttl_s: float = 15.0,
+                 on_failure=None) -> None:
+        self.backend = DbLockBackend(engine)
+        self.name, self.ttl_s, self.on_failure = process_lease_name(owner), ttl_s, on_failure
+        self.handle: tuple[str, str] | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="process-lease", daemon=True)
+
+    def start(self) -> "ProcessLease":
+        """Take the lease (once, now; the heartbeat retries if the database is down)."""
+        self._renew()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop renewing and mark the lease lapsed now (a clean exit: any turn this process
+        could not finish is taken over at once instead of after ``ttl_s``)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        if self.handle is not None:
+            try:
+                self.backend.extend(self.handle, -1.0)
+            except Exception as exc:  # it lapses after ttl_s anyway
+                log.warning("process lease not released: %s", exc)
+
+    def _renew(self) -> bool:
+        try:
+            if self.handle is not None and self.backend.extend(self.handle, self.ttl_s):
+                return True
+            self.handle = self.backend.acquire(self.name, self.ttl_s)
+            if self.handle is None:
+                raise LockBusy(f"process lease {self.name} is held by another token")
+            return True
+        except Exception as exc:  # the database is down: keep trying every beat
+            log.warning("process lease not renewed: %s", exc)
+            if self.on_failure is not None:
+                self.on_failure()
+            return False
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.ttl_s / 3):
+            self._renew()

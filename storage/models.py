@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Column, LargeBinary, Text
+from sqlalchemy import JSON, Column, Index, LargeBinary, Text, text
 from sqlmodel import Field, SQLModel
 
 
@@ -35,7 +35,14 @@ class User(SQLModel, table=True):
 
 
 class Turn(SQLModel, table=True):
-    """One user message and its reply. ``reply`` is ``None`` until the answer is stored."""
+    """One user message and its reply. ``reply`` is ``None`` until the answer is stored.
+
+    ``ix_turn_unanswered`` indexes only the unanswered turns (partial index), which crash
+    recovery looks through every few seconds in every web process.
+    """
+
+    __table_args__ = (Index("ix_turn_unanswered", "id", sqlite_where=text("reply IS NULL"),
+                            postgresql_where=text("reply IS NULL")),)
 
     id: int | None = Field(default=None, primary_key=True)
     user_id: str = Field(index=True, foreign_key="user.id", max_length=200)

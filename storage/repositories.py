@@ -57,10 +57,36 @@ class Repository:
         Raises:
             storage.tombstones.UserErased: the user was erased since (nothing is written).
         """
+        return self.add_turn_once(user_id, session_id, text, lang, epoch, meta, unique=False)[0]
+
+    def add_turn_once(self, user_id: str, session_id: str, text: str, lang: str,
+                      epoch: int | None = None, meta: dict[str, Any] | None = None,
+                      unique: bool = True) -> tuple[int, bool]:
+        """:meth:`add_turn`, unless the session already has a turn for the same platform
+        message (``meta["message_id"]``, last day): then nothing is written.
+
+        The look-up runs inside the write, after the user's erasure lock (Postgres advisory
+        lock; SQLite's write lock), so two processes given the same delivery at once write
+        one turn.
+
+        Returns:
+            ``(turn id, created)``: the new turn's id and True, or the earlier turn's and False.
+        Raises:
+            storage.tombstones.UserErased: the user was erased since (nothing is written).
+        """
+        message_id = (meta or {}).get("message_id")
         with Session(self.engine) as s:
             subject = self._lock(s, user_id, epoch)
             _touch_user(s, user_id, None)
             s.flush()  # the first write: on SQLite the write lock is held from here
+            if unique and message_id:
+                old = s.exec(select(Turn.id).where(Turn.session_id == session_id)
+                             .where(col(Turn.created_at) >= utcnow() - timedelta(days=1))
+                             .where(Turn.meta["message_id"].as_string() == str(message_id))  # type: ignore[index]
+                             .order_by(col(Turn.id))).first()
+                if old is not None:
+                    s.rollback()
+                    return int(old), False
             turn = Turn(user_id=user_id, session_id=session_id, user_text=text, lang=lang,
                         meta=dict(meta or {}))
             s.add(turn)
@@ -68,7 +94,7 @@ class Repository:
             if subject is not None:
                 tombstones.verify(s.connection(), subject, epoch)  # type: ignore[arg-type]
             s.commit()
-            return int(turn.id)  # type: ignore[arg-type]
+            return int(turn.id), True  # type: ignore[arg-type]
 
     def _lock(self, s: Session, user_id: str, epoch: int | None) -> str | None:
         """The user's pseudonym with its erasure lock taken, or ``None`` (unguarded write)."""
@@ -117,6 +143,20 @@ class Repository:
         with Session(self.engine) as s:
             q = select(Turn).where(col(Turn.reply).is_(None)).order_by(col(Turn.id)).limit(limit)
             return list(s.exec(q).all())
+
+    def received_turns(self, limit: int = 1000, session_id: str | None = None,
+                       before_id: int | None = None) -> list[Turn]:
+        """Unanswered turns still in state ``received`` (written ahead, not yet answered,
+        failed or given up), oldest first; only ``session_id``'s and only those before turn
+        ``before_id`` when given. Reads the partial index ``ix_turn_unanswered``."""
+        with Session(self.engine) as s:
+            q = (select(Turn).where(col(Turn.reply).is_(None))
+                 .where(Turn.meta["state"].as_string() == "received"))  # type: ignore[index]
+            if session_id is not None:
+                q = q.where(Turn.session_id == session_id)
+            if before_id is not None:
+                q = q.where(col(Turn.id) < before_id)
+            return list(s.exec(q.order_by(col(Turn.id)).limit(limit)).all())
 
     def update_turn_meta(self, turn_id: int, changes: dict[str, Any],
                          if_owner: str | None = None) -> bool:

@@ -14,6 +14,7 @@ the Web API is retried after ``Retry-After``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from typing import Any
@@ -37,6 +38,19 @@ SLASH_COMMAND = "/medbot"
 COMMANDS = ("help", "start", "profile", "forget", "admin")
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 _LINK = re.compile(r"<((?:https?|mailto):[^|>]+)(?:\|([^>]+))?>")
+
+
+class MessageNotStored(RuntimeError):
+    """The database refused a message's write-ahead: the event is answered with an error so
+    that Slack delivers it again."""
+
+
+def _ts(value: Any) -> float | None:
+    """A Slack ``ts`` (``"1700000000.000100"``) as a number, ``None`` when absent or bad."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def user_id_of(team: str, user: str) -> str:
@@ -76,8 +90,11 @@ class SlackChannel:
         client = AsyncWebClient(token=bot_token, **({"base_url": api_url} if api_url else {}))
         client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=3))
         self.client = client
+        # HTTP events are acknowledged only after the message is stored (write-ahead, well
+        # within Slack's 3 s), so a process killed before that gets Slack's retry
         self.app = AsyncApp(client=client, signing_secret=signing_secret or "",
-                            request_verification_enabled=bool(signing_secret) and not app_token)
+                            request_verification_enabled=bool(signing_secret) and not app_token,
+                            process_before_response=not app_token)
         self.dedupe = EventDedupe(frontdesk.redis)
         self.app.middleware(self._drop_retries)
         self.app.event("app_mention")(self._on_mention)
@@ -133,7 +150,13 @@ class SlackChannel:
     # -- inbound ---------------------------------------------------------------------------
     async def _drop_retries(self, body: dict, request, next) -> BoltResponse | None:
         event_id = body.get("event_id") if isinstance(body, dict) else None
-        if event_id and not await self.dedupe.claim(str(event_id)):
+        try:
+            fresh = not event_id or await self.dedupe.claim(str(event_id))
+        except Exception as exc:  # Redis down: the turn's message id still stops a second turn
+            log.warning("slack: event memory unavailable (%s); relying on the stored turns",
+                        type(exc).__name__)
+            fresh = True
+        if not fresh:
             retry = request.headers.get("x-slack-retry-num", [None])[0]
             log.info("slack: dropped repeated event %s (retry %s)", event_id, retry)
             return BoltResponse(status=200, body="")
@@ -160,7 +183,7 @@ class SlackChannel:
         return InboundMessage(channel="slack", user_id=uid,
                               session_id=session_id_of(team, event["channel"], thread_ts),
                               text=text, role=self.role_for(team, event["channel"], uid),
-                              message_id=body.get("event_id"),
+                              message_id=body.get("event_id"), sent_seq=_ts(event.get("ts")),
                               private=event.get("channel_type") == "im")
 
     async def _on_mention(self, body: dict, event: dict) -> None:
@@ -179,14 +202,31 @@ class SlackChannel:
         when there is nothing to answer), never before (issue 12)."""
         if inbound is None:
             return await self._confirm(body)
-        queued = await self.frontdesk.submit(inbound, self._poster(channel, thread),
-                                             on_accepted=lambda: self._confirm(body))
-        if queued is None and body.get("event_id"):  # shutting down: let Slack's retry through
-            await self.dedupe.release(str(body["event_id"]))
+        stored: asyncio.Future = asyncio.get_running_loop().create_future()
+        queued = await self.frontdesk.submit(
+            inbound, self._poster(channel, thread), on_accepted=lambda: self._confirm(body),
+            on_stored=lambda ok: stored.done() or stored.set_result(ok), durable=not self.socket_mode)
+        if queued is None:  # shutting down: let Slack's retry through
+            await self._release(body)
+            return
+        if not self.socket_mode and not await stored:  # not stored: Slack's retry is served
+            await self._release(body)
+            raise MessageNotStored("the message could not be stored; Slack will retry it")
+
+    async def _release(self, body: dict) -> None:
+        if body.get("event_id"):
+            try:
+                await self.dedupe.release(str(body["event_id"]))
+            except Exception as exc:  # its claim lapses after claim_ttl_s anyway
+                log.warning("slack: event claim not released (%s)", type(exc).__name__)
 
     async def _confirm(self, body: dict) -> None:
         if body.get("event_id"):
-            await self.dedupe.confirm(str(body["event_id"]))
+            try:
+                await self.dedupe.confirm(str(body["event_id"]))
+            except Exception as exc:  # Redis down: the stored turn keeps the event id anyway
+                log.warning("slack: event %s not marked seen (%s)", body["event_id"],
+                            type(exc).__name__)
 
     async def _on_command(self, ack, command: dict, respond) -> None:
         await ack()

@@ -83,6 +83,7 @@ class TelegramChannel:
         self.app.add_handler(MessageHandler(filters.TEXT, self._on_update))
         self.username = ""
         self.bot_id = 0
+        self._stored: dict[int, asyncio.Future] = {}  # webhook updates waiting for their write-ahead
 
     @property
     def webhook_path(self) -> str:
@@ -117,7 +118,12 @@ class TelegramChannel:
 
     async def handle_webhook(self, headers: Any, body: bytes) -> int:
         """Process one webhook POST; returns the HTTP status (403 on a wrong secret, 400 on
-        a malformed body, 503 while shutting down)."""
+        a malformed body, 503 while shutting down or when the message could not be stored).
+
+        200 is answered only once the message is stored as a turn (write-ahead): Telegram
+        redelivers an update until it gets a 2xx, so a process killed before that loses
+        nothing, and a process killed after it leaves a stored turn that a live process
+        answers (:mod:`core.recovery`)."""
         if headers.get("X-Telegram-Bot-Api-Secret-Token") != self.webhook_secret:
             return 403
         if not self.frontdesk.accepting:
@@ -126,8 +132,15 @@ class TelegramChannel:
             update = Update.de_json(json.loads(body), self.app.bot)
         except (ValueError, TypeError, KeyError):
             return 400
-        await self.app.update_queue.put(update)
-        return 200
+        stored: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._stored[id(update)] = stored
+        try:
+            await self.app.process_update(update)  # the handler hands it to the front desk
+            if not stored.done():
+                return 200  # not a message the bot answers, or a command
+            return 200 if await stored else 503
+        finally:
+            self._stored.pop(id(update), None)
 
     # -- inbound ---------------------------------------------------------------------------
     def to_inbound(self, update: Update) -> InboundMessage | None:
@@ -153,7 +166,7 @@ class TelegramChannel:
         return InboundMessage(channel="telegram", user_id=uid, session_id=session_id_of(chat.id),
                               text=text, locale=user.language_code, role=role, command=command,
                               args=args, message_id=str(msg.message_id),
-                              private=chat.type == ChatType.PRIVATE)
+                              sent_seq=float(msg.message_id), private=chat.type == ChatType.PRIVATE)
 
     def _addressed(self, msg) -> bool:
         reply = msg.reply_to_message
@@ -197,7 +210,14 @@ class TelegramChannel:
         async def deliver(reply: OutboundMessage) -> None:
             await self.send_reply(chat_id, reply, reply_to)
 
-        await self.frontdesk.submit(inbound, deliver, lambda: self.typing(chat_id))
+        stored = self._stored.get(id(update))  # a webhook waits for the write-ahead
+        on_stored = (lambda ok: stored.done() or stored.set_result(ok)) if stored is not None else None
+        queued = await self.frontdesk.submit(inbound, deliver, lambda: self.typing(chat_id),
+                                             on_stored=on_stored, durable=stored is not None)
+        if queued is None and stored is not None and not stored.done():
+            stored.set_result(False)  # shutting down: Telegram delivers it again
+        if stored is not None and not stored.done():
+            await asyncio.shield(stored)
 
     # -- outbound --------------------------------------------------------------------------
     async def send_reply(self, chat_id: int, reply: OutboundMessage, reply_to: int | None = None) -> int:

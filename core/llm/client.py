@@ -29,6 +29,7 @@ from typing import Any
 import openai
 
 from config.settings import Settings
+from core.telemetry.metrics import observe_llm_call
 
 
 class LLMError(RuntimeError):
@@ -139,10 +140,13 @@ class ChatClient:
             resp = self._client.chat.completions.create(**kwargs)
         except openai.OpenAIError as exc:
             self._count(None)
+            observe_llm_call(messages, self.model, time.perf_counter() - t0,
+                             error_type=type(exc).__name__)
             raise LLMError(f"LLM request failed: {exc}") from exc
         ms = (time.perf_counter() - t0) * 1000
         if not resp.choices or not resp.choices[0].message.content:
             self._count(None)
+            observe_llm_call(messages, self.model, ms / 1000, error_type="EmptyReply")
             raise LLMError("LLM reply had no text")
         choice = resp.choices[0]
         tokens, tops = _token_candidates(choice)
@@ -173,6 +177,7 @@ class ChatClient:
 
     def _finish(self, messages: list[dict[str, str]], reply: LLMReply) -> LLMReply:
         self._count(reply)
+        observe_llm_call(messages, self.model, ms / 1000, reply.prompt_tokens, reply.completion_tokens)
         for observe in list(self.observers):
             observe(messages, reply)
         return reply

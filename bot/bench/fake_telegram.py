@@ -1,4 +1,4 @@
-"""Fake Telegram Bot API server for tests (standard library only).
+"""Fake Telegram Bot API server for tests and `medbot bench cluster` (standard library only).
 
 A real HTTP server on 127.0.0.1 (ephemeral port, background thread) that python-telegram-bot
 talks to through ``Application.builder().base_url(server.base_url)``. It speaks the Bot API's

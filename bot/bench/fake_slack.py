@@ -1,4 +1,5 @@
-"""Fake Slack for tests (standard library, plus ``websockets`` for Socket Mode).
+"""Fake Slack for tests and `medbot bench cluster` (standard library, plus ``websockets`` for
+Socket Mode).
 
 Two sides of Slack on 127.0.0.1:
 
