@@ -86,11 +86,11 @@ def test_metrics_count_turns_nodes_and_llm_calls(served):
     assert 'medbot_node_duration_seconds_count{node="generate_answer"} 5.0' in page
     assert 'medbot_node_duration_seconds_bucket{le="300.0",node="triage"} 5.0' in page
     assert 'medbot_llm_calls_total{kind="answer",outcome="ok"} 5.0' in page
-    assert 'medbot_llm_calls_total{kind="judge",outcome="ok"} 5.0' in page
+    assert 'medbot_llm_calls_total{kind="verify",outcome="ok"} 5.0' in page  # one per answer
     assert 'gen_ai_client_operation_duration_seconds_count{error_type="",gen_ai_operation_name="chat",' \
            'gen_ai_request_model="fake_model",kind="answer"} 5.0' in page
     assert 'gen_ai_client_token_usage_count{gen_ai_operation_name="chat",gen_ai_request_model="fake_model",' \
-           'gen_ai_token_type="input",kind="judge"} 5.0' in page
+           'gen_ai_token_type="input",kind="verify"} 5.0' in page
     assert "medbot_cache_lookups_total 5.0" in page
     assert 'medbot_messages_total{channel="telegram",result="accepted"} 5.0' in page
     assert f'medbot_turns_in_flight{{pid="{served["pid"]}"}} 0.0' in page  # per process
@@ -174,7 +174,15 @@ def test_labels_never_take_free_text():
     assert safe_label("telegram:12345") == "other"
     assert safe_label("anaphylaxis", ["anaphylaxis"]) == "anaphylaxis"
     assert safe_label("stroke?", ["anaphylaxis"]) == "other"
-    assert llm_kind([{"role": "system", "content": prompts.JUDGE}]) == "judge"
+    answer = [{"role": "system", "content": prompts.SYSTEM["en"]}, {"role": "user", "content": "q"}]
+    assert llm_kind(answer) == "answer"
+    verify = answer + [{"role": "assistant", "content": "a [1]"},
+                       {"role": "user", "content": prompts.VERIFY["ko"] + "\n<sentences>1. a</sentences>"}]
+    assert llm_kind(verify) == "verify"
+    repair = verify + [{"role": "assistant", "content": '{"supported": [false]}'},
+                       {"role": "user", "content": prompts.REPAIR["en"].format(numbers="1")}]
+    assert llm_kind(repair) == "repair"
+    assert llm_kind([{"role": "system", "content": prompts.REWRITE}]) == "rewrite"
     assert llm_kind([{"role": "system", "content": "You are a helpful assistant"}]) == "answer"
     assert turn_outcome({"red_flags": [{"category": "stroke"}]}) == "emergency"
     assert turn_outcome({"cache_hit": {"entry_id": 1}}) == "cache_hit"

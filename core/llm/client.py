@@ -177,7 +177,7 @@ class ChatClient:
 
     def _finish(self, messages: list[dict[str, str]], reply: LLMReply) -> LLMReply:
         self._count(reply)
-        observe_llm_call(messages, self.model, ms / 1000, reply.prompt_tokens, reply.completion_tokens)
+        observe_llm_call(messages, self.model, reply.ms / 1000, reply.prompt_tokens, reply.completion_tokens)
         for observe in list(self.observers):
             observe(messages, reply)
         return reply
@@ -206,10 +206,12 @@ class ChatClient:
                         yield delta
         except openai.OpenAIError as exc:
             self._count(None)
+            observe_llm_call(messages, self.model, time.perf_counter() - t0, error_type=type(exc).__name__)
             raise LLMError(f"LLM stream failed: {exc}") from exc
         text = "".join(parts).strip()
         if not text:
             self._count(None)
+            observe_llm_call(messages, self.model, time.perf_counter() - t0, error_type="EmptyReply")
             raise LLMError("LLM reply had no text")
         usage = _usage(last) if last is not None else {"prompt_tokens": 0, "completion_tokens": 0}
         yield self._finish(messages, LLMReply(text=text, **usage, ms=(time.perf_counter() - t0) * 1000,

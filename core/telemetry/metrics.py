@@ -36,9 +36,10 @@ GENAI_TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048
 OUTCOMES = ("answer", "emergency", "cache_hit", "refused", "failed")
 """A turn's outcome: answered, an emergency reply, served from the response cache, refused
 (rate limit, empty or unreadable message, erased meanwhile), or failed (an apology)."""
-LLM_KINDS = ("answer", "judge", "rewrite", "compression", "summary", "triage")
-"""What an LLM call is for: the answer, the quality judge, the query rewrite, document
-compression, the memory summary, the triage second opinion."""
+LLM_KINDS = ("answer", "verify", "repair", "rewrite", "compression", "summary", "triage")
+"""What an LLM call is for: the answer, the sentence verification and the repair that extend
+the answer's messages (SPEC §11 "Verification"), the query rewrite, document compression, the
+memory summary, the triage second opinion."""
 MESSAGE_RESULTS = ("accepted", "duplicate", "rate_limited", "not_stored", "closing")
 _LABEL = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
@@ -169,16 +170,19 @@ def observe_job(name: str, outcome: str, seconds: float) -> None:
 
 
 def llm_kind(messages: list[dict[str, Any]]) -> str:
-    """The kind (:data:`LLM_KINDS`) of a chat request, recognised by its system prompt: each
-    LLM call site sends one of the team's fixed prompts (:mod:`core.prompts` judge and rewrite,
-    :mod:`core.compression`, :mod:`core.memory.summarize`, :mod:`core.safety.second_opinion`);
-    any other request is an answer."""
+    """The kind (:data:`LLM_KINDS`) of a chat request. Verification and repair extend the
+    answer's messages and are recognised by their last user message (:data:`core.prompts.VERIFY`,
+    :data:`core.prompts.REPAIR`); the others by their system prompt, each call site sending one
+    of the team's fixed prompts (:mod:`core.prompts` rewrite, :mod:`core.compression`,
+    :mod:`core.memory.summarize`, :mod:`core.safety.second_opinion`); any other request is an
+    answer."""
+    last = next((m.get("content") for m in reversed(messages)
+                 if isinstance(m, dict) and m.get("role") == "user"), None)
     system = next((m.get("content") for m in messages
                    if isinstance(m, dict) and m.get("role") == "system"), None)
-    if not isinstance(system, str):
-        return "answer"
     for prefix, kind in _prompt_prefixes():
-        if system.startswith(prefix):
+        text = last if kind in ("verify", "repair") else system
+        if isinstance(text, str) and text.startswith(prefix):
             return kind
     return "answer"
 
@@ -197,7 +201,9 @@ def _prompt_prefixes() -> list[tuple[str, str]]:
         def head(text: str) -> str:
             return text.split("{", 1)[0][:80]
 
-        found = [(head(prompts.JUDGE), "judge"), (head(prompts.REWRITE), "rewrite"),
+        found = [(head(p), "verify") for p in prompts.VERIFY.values()]
+        found += [(head(p), "repair") for p in prompts.REPAIR.values()]
+        found += [(head(prompts.REWRITE), "rewrite"),
                  (head(compression.SUMMARY_PROMPT), "compression"),
                  (head(second_opinion.SYSTEM), "triage")]
         found += [(head(p), "summary") for p in getattr(summarize, "_PROMPT", {}).values()]
