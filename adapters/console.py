@@ -7,6 +7,10 @@ commands (``/help``, ``/start``, ``/profile``, ``/forget``, ``/admin ...``) and 
 delivers the replies, printed here. ``/quit`` and ``/exit`` end the conversation (after the
 answers still owed are printed). Text that starts with "/" but is no command (``/weird``,
 ``/ 혈압이 150인데요``) is an ordinary message, as on Telegram.
+
+While a turn runs (:class:`ConsoleLive`), each new stage prints a ``... searching`` line and
+the model's answer is printed as it is written (``... `` then the text), then the checked
+reply with its sources (``bot> ``) as always. An emergency prints nothing before its reply.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import sys
 from collections.abc import Callable
 from typing import Protocol, TextIO
 
+from core.live import TurnEvent
 from core.messages import InboundMessage, OutboundMessage
 
 PROMPT = "you> "
@@ -29,7 +34,8 @@ _COMMAND = re.compile(r"/([A-Za-z]+)(?=\s|$)")
 class Desk(Protocol):
     """What the console needs from the core (:class:`core.frontdesk.Frontdesk`)."""
 
-    async def submit(self, msg: InboundMessage, deliver, typing=None, on_accepted=None): ...
+    async def submit(self, msg: InboundMessage, deliver, typing=None, on_accepted=None,
+                     live=None): ...
 
     async def close(self, timeout: float | None = None) -> bool: ...
 
@@ -44,6 +50,49 @@ def render(reply: OutboundMessage) -> str:
             where = f" <{s.url}>" if s.url else ""
             lines.append(f"  [{s.n}] {s.title} — {s.source}{where}")
     return "\n".join(lines)
+
+
+LIVE_PREFIX = "... "
+"""Start of the lines printed while a turn runs (never ``bot> ``: that starts a reply)."""
+
+
+class ConsoleLive:
+    """Prints a running turn on ``out``: a line per new stage, the answer as it is written.
+
+    Args:
+        out: the console's output stream.
+    """
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.stage = ""
+        self.writing = False  # the answer's text is being printed on the current line
+        self.silent = False  # an emergency: nothing more before the reply
+
+    async def on_event(self, event: TurnEvent) -> None:
+        """Print ``event`` (:class:`core.live.Live`)."""
+        if self.silent:
+            return
+        if event.kind == "emergency":
+            self.silent = True
+            self.end_line()
+        elif event.kind == "stage" and event.stage != self.stage:
+            self.stage = event.stage
+            if event.stage != "writing":  # the text itself shows the writing
+                self.end_line()
+                self.out.write(f"{LIVE_PREFIX}{event.stage}\n")
+        elif event.kind == "token" and event.text:
+            if not self.writing:
+                self.out.write(LIVE_PREFIX)
+                self.writing = True
+            self.out.write(event.text)
+        self.out.flush()
+
+    def end_line(self) -> None:
+        """Finish the line of streamed text, if one is open."""
+        if self.writing:
+            self.out.write("\n")
+            self.writing = False
 
 
 def user_id_of(user: str) -> str:
@@ -96,8 +145,11 @@ class ConsoleChannel:
         or ``None`` for any other session."""
         return self.deliver if session_id == self.session_id else None
 
-    async def deliver(self, reply: OutboundMessage) -> None:
-        """Print one reply (``bot> `` and the rendered text)."""
+    async def deliver(self, reply: OutboundMessage, live: ConsoleLive | None = None) -> None:
+        """Print one reply (``bot> `` and the rendered text), after the line of text streamed
+        by ``live`` is ended."""
+        if live is not None:
+            live.end_line()
         print("bot> " + render(reply) + "\n", file=self.stdout)
         self.stdout.flush()
         if self.on_reply:
@@ -116,7 +168,10 @@ class ConsoleChannel:
                 break
             if not line.strip():
                 continue
-            done = await self.frontdesk.submit(self.to_inbound(line), self.deliver)
+            live = ConsoleLive(self.stdout)
+            done = await self.frontdesk.submit(self.to_inbound(line),
+                                               lambda reply, live=live: self.deliver(reply, live),
+                                               live=live)
             if done is not None:
                 await done
             turns += 1

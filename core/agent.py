@@ -21,6 +21,7 @@ from typing import Any
 from config.settings import Settings, get_settings
 from core import recovery
 from core.graph import build_graph
+from core.live import OnEvent, TurnEvent
 from core.intake import NOT_SAVED, Intake, read_message, reply_note
 from core.messages import InboundMessage, OutboundMessage, Source
 from core.retrieval.index import IndexMismatchError, IndexNotFoundError
@@ -167,8 +168,14 @@ class Agent:
             reply.trace["resumed"] = True
         return reply
 
-    def handle(self, msg: InboundMessage) -> OutboundMessage:
+    def handle(self, msg: InboundMessage, on_event: OnEvent | None = None) -> OutboundMessage:
         """Run one turn.
+
+        Args:
+            msg: the message.
+            on_event: called on this thread with each :class:`core.live.TurnEvent` of the
+                running turn (its stages, the answer's text as the model writes it); the reply
+                returned is still the checked answer. ``None``: nobody watches.
 
         The message is stored first (unless ``msg.turn_id`` says it already was), cut to
         ``MAX_STORED_CHARS``; triage, extraction and the models read its first
@@ -204,8 +211,11 @@ class Agent:
             state["turn_id"] = turn_id
         final: dict[str, Any] = dict(state)
         try:
-            for final in self.graph.stream(state, stream_mode="values"):
-                pass
+            for mode, chunk in self.graph.stream(state, stream_mode=["values", "custom"]):
+                if mode == "values":
+                    final = chunk
+                elif on_event is not None and isinstance(chunk, TurnEvent):
+                    _tell(on_event, chunk)
         except UserErased:  # erased mid-turn: nothing of the turn may be written back
             log.info("a turn's writes were refused: the user was erased meanwhile")
             return OutboundMessage(text=_ERASED[lang], lang=lang, trace={"rejected": "erased"})
@@ -311,6 +321,14 @@ class Agent:
         if intake.meta():
             trace.update(intake.meta())
         return OutboundMessage(text=answer, sources=sources, lang=lang, trace=trace)
+
+
+def _tell(on_event: OnEvent, event: TurnEvent) -> None:
+    """Hand ``event`` to the watcher; a watcher that fails never fails the turn."""
+    try:
+        on_event(event)
+    except Exception:
+        log.exception("a turn's watcher failed")
 
 
 def transient(exc: BaseException) -> bool:

@@ -5,13 +5,17 @@ The adapters only translate platform updates into :class:`core.messages.InboundM
 :mod:`adapters.formatting`); :class:`Frontdesk` does the rest in one place for every channel:
 rate limit, per-session order, commands (``start``, ``help``, ``profile``, ``forget``,
 ``admin``), the agent turn off the event loop, per-turn metrics, and the graceful drain at
-shutdown.
+shutdown. A channel that shows a turn while it runs hands :meth:`Frontdesk.submit` a
+:class:`core.live.Live` presenter: the turn's events (stages, the answer as it is written)
+reach it on the event loop through a :class:`core.live.LivePump`, all of them before the reply
+is delivered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import time
@@ -20,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from core.admin import AdminService, record_turn_metrics
+from core.live import Live, LivePump
 from core.memory.view import profile_view
 from core.messages import InboundMessage, OutboundMessage
 from core.ordering import ArrivalBoard, RateDecision, SessionSerializer, make_rate_limiter
@@ -111,7 +116,7 @@ class Frontdesk:
     async def submit(self, msg: InboundMessage, deliver: Deliver, typing: Typing | None = None,
                      on_accepted: Callable[[], Awaitable[None]] | None = None,
                      on_stored: Callable[[bool], None] | None = None,
-                     durable: bool = False) -> asyncio.Future | None:
+                     durable: bool = False, live: Live | None = None) -> asyncio.Future | None:
         """Accept one message: its place in the session's order is taken now, the rate limit
         is checked at once, the message is written as a turn at once (write-ahead, before it
         waits for its session's earlier turns), and the reply goes to ``deliver`` when its
@@ -129,6 +134,8 @@ class Frontdesk:
                 so that the platform delivers the message again.
             durable: a message that could not be stored is not answered from memory (the
                 platform's redelivery will be, once), so one delivery never yields two turns.
+            live: shows the agent's turn while it runs (its stages, the answer as the model
+                writes it); every event reaches it before ``deliver`` gets the reply.
         Returns:
             A future done when the reply was delivered (or refused), or ``None`` when the
             service is shutting down (the user is told to resend).
@@ -153,7 +160,7 @@ class Frontdesk:
             if durable and getattr(await _settled(accepted), "failed", False):
                 metrics.observe_message(msg.channel, "not_stored")
                 return  # the platform was told 503 and delivers it again
-            await self._job(msg, deliver, typing, decision, accepted)
+            await self._job(msg, deliver, typing, decision, accepted, live)
 
         return self.serializer.submit(msg.session, job, lambda: self._earlier_done(msg, accepted))
 
@@ -313,7 +320,8 @@ class Frontdesk:
         finally:
             self._turn_pool.shutdown(wait=False)
 
-    async def respond(self, msg: InboundMessage, typing: Typing | None = None) -> OutboundMessage:
+    async def respond(self, msg: InboundMessage, typing: Typing | None = None,
+                      live: Live | None = None) -> OutboundMessage:
         """The reply to one message (a command's or the agent's), without order or limits."""
         lang = lang_of(msg)
         if msg.command in ("start", "help"):
@@ -330,7 +338,7 @@ class Frontdesk:
             res = await asyncio.to_thread(self.admin.command, msg.user_id, msg.args, msg.channel, lang,
                                           private=msg.private)
             return OutboundMessage(text=res.text, lang=lang, kind="command" if res.ok else "notice")
-        return await self._turn(msg, typing)
+        return await self._turn(msg, typing, live)
 
     def forget(self, user_id: str, channel: str = "") -> None:
         """Erase everything of ``user_id`` at their own request (:meth:`AdminService.forget`)."""
@@ -347,7 +355,7 @@ class Frontdesk:
             await _safe_deliver(deliver, _notice("rate", lang_of(msg), s=secs))
 
     async def _job(self, msg: InboundMessage, deliver: Deliver, typing: Typing | None,
-                   decision: asyncio.Future, accepted: asyncio.Future) -> None:
+                   decision: asyncio.Future, accepted: asyncio.Future, live: Live | None = None) -> None:
         try:
             verdict: RateDecision = await decision
         except Exception:  # the limiter's store is down: serve rather than drop the message
@@ -378,7 +386,7 @@ class Frontdesk:
                 log.warning("earlier turns of a session not checked: %s", type(exc).__name__)
             msg = msg.model_copy(update={"turn_id": written.turn_id})
         try:
-            reply = await self.respond(msg, typing)
+            reply = await self.respond(msg, typing, live)
         except Exception:
             log.exception("message of %s failed", msg.user_id)
             reply = _notice("failed", lang_of(msg))
@@ -386,11 +394,13 @@ class Frontdesk:
         await _safe_deliver(deliver, reply)
 
     async def _run_turn(self, fn: Callable[..., OutboundMessage], *args: Any,
-                        typing: Typing | None = None, taken_over: bool = False) -> OutboundMessage:
+                        typing: Typing | None = None, taken_over: bool = False,
+                        live: Live | None = None) -> OutboundMessage:
         """``fn(*args)`` (a turn: :meth:`Agent.handle` or :meth:`Agent.resume`) in one of
         ``MAX_CONCURRENT_TURNS`` slots on the turn threads (``taken_over``: a turn of a dead
         process, in slots of their own); run again while it fails for a transient reason (the
-        database restarting), for at most ``TURN_RETRY_S`` seconds."""
+        database restarting), for at most ``TURN_RETRY_S`` seconds. With ``live``, ``fn`` also
+        gets ``on_event`` and its events reach ``live`` before this returns."""
         if self._turn_slots is None:
             self._turn_slots = asyncio.Semaphore(self.settings.max_concurrent_turns)
             self._resume_slots = asyncio.Semaphore(self.settings.max_concurrent_turns)
@@ -399,16 +409,29 @@ class Frontdesk:
             deadline, pause = time.monotonic() + self.settings.turn_retry_s, 1.0  # from its start
             async with (typing() if typing else contextlib.nullcontext()):
                 with _in_flight():
-                    while True:
-                        reply = await loop.run_in_executor(self._turn_pool, fn, *args)
-                        if not reply.trace.get("retryable") or time.monotonic() + pause > deadline:
-                            if reply.trace.get("retryable") and reply.trace.get("turn_id"):
-                                self._settle_failed(int(reply.trace["turn_id"]))
-                            return reply
-                        log.warning("turn %s failed transiently; running it again in %.0f s",
-                                    reply.trace.get("turn_id"), pause)
-                        await asyncio.sleep(pause)
-                        pause = min(pause * 2, 8.0)
+                    pump = LivePump(live, loop) if live is not None else None
+                    call = functools.partial(fn, *args, on_event=pump.emit) if pump else functools.partial(fn, *args)
+                    try:
+                        return await self._until_done(call, deadline, pause)
+                    finally:
+                        if pump is not None:
+                            await pump.close()
+
+    async def _until_done(self, call: Callable[[], OutboundMessage], deadline: float,
+                          pause: float) -> OutboundMessage:
+        """Run ``call`` on the turn threads until it succeeds or fails for good (see
+        :meth:`_run_turn`)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            reply = await loop.run_in_executor(self._turn_pool, call)
+            if not reply.trace.get("retryable") or time.monotonic() + pause > deadline:
+                if reply.trace.get("retryable") and reply.trace.get("turn_id"):
+                    self._settle_failed(int(reply.trace["turn_id"]))
+                return reply
+            log.warning("turn %s failed transiently; running it again in %.0f s",
+                        reply.trace.get("turn_id"), pause)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 8.0)
 
     def _settle_failed(self, turn_id: int) -> None:
         """Mark a turn answered with an apology ``failed`` once the database takes writes
@@ -428,9 +451,10 @@ class Frontdesk:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _turn(self, msg: InboundMessage, typing: Typing | None) -> OutboundMessage:
+    async def _turn(self, msg: InboundMessage, typing: Typing | None,
+                    live: Live | None = None) -> OutboundMessage:
         t0 = time.perf_counter()
-        reply = await self._run_turn(self.agent.handle, msg, typing=typing)
+        reply = await self._run_turn(self.agent.handle, msg, typing=typing, live=live)
         ms = (time.perf_counter() - t0) * 1000
         reply.trace["channel_ms"] = round(ms, 2)
         _log_turn(msg.channel, reply, metrics.observe_turn(msg.channel, reply.trace, ms / 1000,

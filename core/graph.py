@@ -27,6 +27,11 @@ stored. An urgent-not-emergency finding sets ``urgent_notice``, a line the agent
 normal answer. A shared cache hit is served right after ``check_similarity``; an
 answer owned by the user (built from their memory, issue 12) only after ``assemble_context``,
 when the user content of the prompt it would have now is known and equals what the answer used.
+
+While it runs, the graph tells the channel what it does (:mod:`core.live`): each node writes its
+stage (:data:`core.live.STAGES`) to LangGraph's custom stream as it starts, ``generate_answer``
+writes the answer's text as the model writes it, and a red flag from ``triage`` writes
+``emergency`` (the channel then previews nothing: the emergency reply goes out whole).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
+from core.live import STAGES, TurnEvent, emit
 from core.nodes.cache import check_similarity, select_hit, store_response
 from core.nodes.context import assemble_context
 from core.nodes.generate import generate_answer
@@ -64,9 +70,15 @@ NODES: dict[str, Callable[[AgentState, Services], dict[str, Any]]] = {
 
 
 def _timed(name: str, fn: Callable[[AgentState, Services], dict[str, Any]], svc: Services):
+    stage = STAGES.get(name)
+
     def node(state: AgentState) -> dict[str, Any]:
         t0 = time.perf_counter()
+        if stage and not state.get("red_flags"):
+            emit(TurnEvent("stage", stage=stage))
         out = fn(state, svc) or {}
+        if name == "triage" and out.get("red_flags"):
+            emit(TurnEvent("emergency"))
         out["node_ms"] = [(name, round((time.perf_counter() - t0) * 1000, 3))]
         return out
 

@@ -64,9 +64,8 @@ class AgentState(TypedDict, total=False):
     evidence: dict[str, Any]  # core.evidence: candidates, floor, kept, ranked sentences
     answer_raw: str  # the answer as the model (or the offline generator) wrote it, no disclaimer
     answer_messages: list[dict[str, str]]  # the answer call's messages: verification extends them
-    answer_usage: dict[str, Any]  # the answer call's tokens: prompt, cached, completion, ms
+    answer_usage: dict[str, Any]  # the answer call's tokens: prompt, cached, completion, ms, ttft_ms
     evidence_texts: list[str]  # the evidence as the prompt numbered it (citation order)
-    stream_sink: Any  # optional: a function taking each text delta of the answer call
     fallback_answer: str  # the offline extractive answer over the same evidence (if a repair empties the answer)
     compression: dict[str, Any]
     answer: str

@@ -10,8 +10,12 @@ Runs on 127.0.0.1 with an ephemeral port in a background thread. Point the real
         client.chat.completions.create(model="m", messages=[...])
         assert server.requests[0]["path"] == "/v1/chat/completions"
 
-Supported endpoints: POST /v1/chat/completions (non-streaming only) and
-POST /v1/embeddings. Everything else returns a 404 OpenAI-style error.
+Supported endpoints: POST /v1/chat/completions and POST /v1/embeddings. Everything else
+returns a 404 OpenAI-style error. ``stream=true`` answers as OpenAI does: server-sent events
+(``chat.completion.chunk``, one word per chunk, ``token_delay_s`` apart, after ``delay_s``),
+the finish reason, a usage chunk when ``stream_options.include_usage``, then ``[DONE]``;
+:meth:`FakeOpenAIServer.drop_next_stream` cuts the next stream off mid-answer (the connection
+closed inside the chunked body, as a server that dies does).
 """
 
 from __future__ import annotations
@@ -223,10 +227,6 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             self._send_error(400, "Request body must be JSON with a 'messages' list.", "invalid_request_error")
             return
-        if body.get("stream"):
-            self._send_error(400, "FakeOpenAIServer does not support stream=true.", "invalid_request_error")
-            return
-
         item = fake._next_script()
         if isinstance(item, bool):  # guard: bool is an int subclass
             item = str(item)
@@ -249,6 +249,9 @@ class _Handler(BaseHTTPRequestHandler):
             _approx_tokens(_message_text(m.get("content"))) for m in body["messages"] if isinstance(m, dict)
         )
         completion_tokens = _approx_tokens(content)
+        if body.get("stream"):
+            self._stream(body, content, prompt_tokens, completion_tokens)
+            return
         self._send_json(
             200,
             {
@@ -271,6 +274,42 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             },
         )
+
+    def _chunk(self, payload: Any) -> None:
+        data = b"data: " + (payload if isinstance(payload, bytes) else
+                            json.dumps(payload, ensure_ascii=False).encode("utf-8")) + b"\n\n"
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _stream(self, body: Dict[str, Any], content: str, prompt_tokens: int, completion_tokens: int) -> None:
+        """Server-sent events in a chunked body (see the module docstring)."""
+        fake = self.fake
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        base = {"id": f"chatcmpl-fake-{fake._next_id()}", "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": body.get("model") or "fake-model"}
+        drop = fake._take_drop()
+        try:
+            for i, word in enumerate(re.findall(r"\s*\S+", content) or [content]):
+                if drop is not None and i >= drop:
+                    self.close_connection = True
+                    return  # no terminating chunk: the client sees a broken body
+                if i and fake.token_delay_s > 0:
+                    time.sleep(fake.token_delay_s)
+                self._chunk({**base, "choices": [{"index": 0, "delta": {"content": word},
+                                                  "logprobs": None, "finish_reason": None}]})
+            self._chunk({**base, "choices": [{"index": 0, "delta": {}, "logprobs": None,
+                                              "finish_reason": "stop"}]})
+            if (body.get("stream_options") or {}).get("include_usage"):
+                self._chunk({**base, "choices": [], "usage": {
+                    "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens}})
+            self._chunk(b"[DONE]")
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def _embeddings(self, body: Any) -> None:
         if not isinstance(body, dict) or "input" not in body:
@@ -318,6 +357,7 @@ class FakeOpenAIServer:
         require_key: if set (e.g. "sk-test"), every request must carry
             ``Authorization: Bearer <require_key>``; otherwise 401.
         delay_s: artificial per-request delay in seconds (default 0).
+        token_delay_s: seconds between two chunks of a streamed reply (default 0).
         echo: answer chat requests with :func:`echo_chat_responder` (the prompt repeated).
 
     Attributes:
@@ -332,9 +372,11 @@ class FakeOpenAIServer:
     """
 
     def __init__(self, require_key: Optional[str] = None, delay_s: float = 0.0,
-                 echo: bool = False) -> None:
+                 echo: bool = False, token_delay_s: float = 0.0) -> None:
         self.require_key = require_key
         self.delay_s = float(delay_s)
+        self.token_delay_s = float(token_delay_s)
+        self._drops: Deque[int] = deque()
         self.default_chat: Callable[[Dict[str, Any]], str] = (
             echo_chat_responder if echo else default_chat_responder)
         self.on_request: Optional[Callable[[str, Any], None]] = None
@@ -402,6 +444,17 @@ class FakeOpenAIServer:
         with self._lock:
             self.chat_script.extend(items)
         return self
+
+    def drop_next_stream(self, after_chunks: int) -> "FakeOpenAIServer":
+        """Cut the next streamed reply off after ``after_chunks`` words (the connection closes
+        inside the body, without the finish reason or ``[DONE]``)."""
+        with self._lock:
+            self._drops.append(int(after_chunks))
+        return self
+
+    def _take_drop(self) -> Optional[int]:
+        with self._lock:
+            return self._drops.popleft() if self._drops else None
 
     def clear(self) -> None:
         """Forget recorded requests and pending scripted replies."""

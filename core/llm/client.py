@@ -15,7 +15,11 @@ llama.cpp since 2025), else llama.cpp's ``timings.cache_n``.
 
 Streaming: :meth:`ChatClient.stream` yields the answer's text as it is generated and ends with
 the same :class:`LLMReply` that :meth:`ChatClient.complete` returns (usage from the stream's
-last chunk, ``stream_options.include_usage``).
+last chunk, ``stream_options.include_usage``; the time to the first token as ``ttft_ms``).
+:meth:`ChatClient.stream_answer` is the one path of the agent's answer call, whether a channel
+shows the text as it is written or only the whole reply: it drains the stream, handing each
+delta to a callback. A stream that ends without a finish reason (the server or the connection
+dropped it mid-answer) is a failure (:class:`LLMError`), never a half answer.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ class LLMReply:
     cached_tokens: int | None = None  # prompt tokens the server served from its prompt cache
     tokens: list[str] | None = None  # the generated tokens' texts (with logprobs on)
     top_logprobs: list[dict[str, float]] | None = None  # per token: candidate -> logprob
+    ttft_ms: float | None = None  # streamed calls: ms from the request to the first text delta
 
     @property
     def processed_prompt_tokens(self) -> int:
@@ -186,36 +191,52 @@ class ChatClient:
                temperature: float = 0.2, timeout: float | None = None,
                seed: int | None = None) -> Iterator[str | LLMReply]:
         """One chat completion, streamed: yields text deltas (``str``) as the server writes
-        them, then one final :class:`LLMReply` (whole text stripped, usage, cached tokens).
+        them, then one final :class:`LLMReply` (whole text stripped, usage, cached tokens,
+        ``ttft_ms``; token log-probabilities when :attr:`logprobs` is on and the server streams
+        them).
 
         Raises:
-            LLMError: the request failed (also mid-stream) or produced no text.
+            LLMError: the request failed, the stream broke or ended without a finish reason
+                (dropped mid-answer), or it produced no text.
         """
         kwargs = self._kwargs(messages, False, max_tokens, temperature, None, timeout, seed, 0)
         kwargs.update(stream=True, stream_options={"include_usage": True})
-        kwargs.pop("logprobs", None)
-        t0, parts, finish, last = time.perf_counter(), [], None, None
+        t0, parts, acc = time.perf_counter(), [], _StreamAcc()
         try:
             for chunk in self._client.chat.completions.create(**kwargs):
-                last = chunk
-                for choice in chunk.choices or []:
-                    finish = choice.finish_reason or finish
-                    delta = getattr(choice.delta, "content", None)
-                    if delta:
-                        parts.append(delta)
-                        yield delta
+                delta = acc.add(chunk)
+                if delta:
+                    if acc.ttft_ms is None:
+                        acc.ttft_ms = (time.perf_counter() - t0) * 1000
+                    parts.append(delta)
+                    yield delta
         except openai.OpenAIError as exc:
-            self._count(None)
-            observe_llm_call(messages, self.model, time.perf_counter() - t0, error_type=type(exc).__name__)
-            raise LLMError(f"LLM stream failed: {exc}") from exc
+            raise self._failed(messages, t0, type(exc).__name__, f"LLM stream failed: {exc}") from exc
         text = "".join(parts).strip()
+        if acc.finish is None:
+            raise self._failed(messages, t0, "StreamDropped", "LLM stream ended before the answer was complete")
         if not text:
-            self._count(None)
-            observe_llm_call(messages, self.model, time.perf_counter() - t0, error_type="EmptyReply")
-            raise LLMError("LLM reply had no text")
-        usage = _usage(last) if last is not None else {"prompt_tokens": 0, "completion_tokens": 0}
+            raise self._failed(messages, t0, "EmptyReply", "LLM reply had no text")
+        usage = _usage(acc.last) if acc.last is not None else {"prompt_tokens": 0, "completion_tokens": 0}
         yield self._finish(messages, LLMReply(text=text, **usage, ms=(time.perf_counter() - t0) * 1000,
-                                              finish_reason=finish))
+                                              finish_reason=acc.finish, ttft_ms=acc.ttft_ms,
+                                              logprobs=acc.logprobs or None))
+
+    def stream_answer(self, messages: list[dict[str, str]], on_text: Callable[[str], None] | None = None,
+                      **kwargs: Any) -> LLMReply:
+        """:meth:`stream` drained: each text delta goes to ``on_text`` as it arrives (``None``:
+        nobody watches), the final :class:`LLMReply` is returned. ``kwargs`` as :meth:`stream`.
+
+        Raises:
+            LLMError: see :meth:`stream`.
+        """
+        return collect(self.stream(messages, **kwargs), on_text)
+
+    def _failed(self, messages: list[dict[str, str]], t0: float, error_type: str, text: str) -> LLMError:
+        """Count a failed call and return the error to raise."""
+        self._count(None)
+        observe_llm_call(messages, self.model, time.perf_counter() - t0, error_type=error_type)
+        return LLMError(text)
 
     def _count(self, reply: LLMReply | None) -> None:
         with self._lock:
@@ -242,6 +263,26 @@ def collect(stream: Iterator[str | LLMReply], on_text: Callable[[str], None] | N
         if on_text is not None:
             on_text(item)
     raise LLMError("LLM stream ended without a reply")
+
+
+class _StreamAcc:
+    """What a stream's chunks say besides their text: the last chunk (usage), the finish
+    reason, the first-token time, the tokens' log-probabilities."""
+
+    def __init__(self) -> None:
+        self.last: Any = None
+        self.finish: str | None = None
+        self.ttft_ms: float | None = None
+        self.logprobs: list[float] = []
+
+    def add(self, chunk: Any) -> str:
+        """Take one chunk; returns its text delta (``""`` when it has none)."""
+        self.last, text = chunk, ""
+        for choice in chunk.choices or []:
+            self.finish = choice.finish_reason or self.finish
+            text += getattr(choice.delta, "content", None) or ""
+            self.logprobs.extend(_token_logprobs(choice) or [])
+        return text
 
 
 def _usage(resp: Any) -> dict[str, Any]:

@@ -9,8 +9,9 @@ quotes the best of them, and the reply's sources are exactly these documents.
 The answer prompt is laid out for prefix reuse (SPEC.md §11 "Verification"): the fixed system
 text, then the evidence, then the profile and memory, then the question; ``refine`` extends
 these messages unchanged with the verification request. An LLM answer is one call
-(:data:`ANSWER_MAX_TOKENS`), streamed to ``state["stream_sink"]`` when a caller set one (a
-function taking each text delta; the final answer is still the checked one). The offline answer
+(:data:`ANSWER_MAX_TOKENS`), always streamed (:meth:`core.llm.client.ChatClient.stream_answer`):
+each text delta is written to LangGraph's custom stream as a ``token`` event (:mod:`core.live`)
+for a channel that shows the answer as it is written; the reply is still the checked answer. The offline answer
 quotes only sentences the checker supports (:mod:`core.verification`, none below the floor).
 
 On a refine iteration that re-retrieved because a sentence lacked evidence
@@ -27,7 +28,8 @@ from core import prompts
 from core.compression import compress_for_state
 from core.context import assemble_messages, plain_messages, prompt_tokens, render_documents
 from core.evidence import Personal, Selection, not_applicable_terms, select_evidence
-from core.llm.client import LLMError, collect
+from core.live import TurnEvent, emit
+from core.llm.client import LLMError
 from core.llm.offline import MAX_PER_DOC, MAX_SENTENCES, compose_answer, value_line
 from core.verification.claims import Claim
 from core.services import Services
@@ -112,7 +114,7 @@ def generate_answer(state: AgentState, svc: Services) -> dict[str, Any]:
         out["fallback_answer"] = offline_answer(state, svc, sel, numbers, ev_docs, docs, lang)[0]
     if svc.llm is not None:
         try:
-            reply = answer_call(svc, messages, state.get("stream_sink"), state["mode"])
+            reply = answer_call(svc, messages, state["mode"])
         except LLMError as exc:
             log.warning("LLM failed, answering offline: %s", exc)
             out["notes"] = out.get("notes", state.get("notes", [])) + [f"LLM failed, offline answer: {exc}"]
@@ -120,7 +122,8 @@ def generate_answer(state: AgentState, svc: Services) -> dict[str, Any]:
             if intent["label"] in ("greeting", "acknowledgement"):
                 return {**out, "answer": reply.text, "generator": "llm", "llm_calls": comp.llm_calls + 1}
             usage = {"prompt_tokens": reply.prompt_tokens, "cached_tokens": reply.cached_tokens,
-                     "completion_tokens": reply.completion_tokens, "ms": round(reply.ms, 1)}
+                     "completion_tokens": reply.completion_tokens, "ms": round(reply.ms, 1),
+                     "ttft_ms": None if reply.ttft_ms is None else round(reply.ttft_ms, 1)}
             return {**out, "answer": _with_disclaimer(reply.text, lang), "generator": "llm",
                     "llm_calls": comp.llm_calls + 1, "answer_raw": reply.text, "answer_messages": messages,
                     "evidence_texts": [d["text"] for d in comp.docs[:n_docs]], "answer_usage": usage}
@@ -144,18 +147,19 @@ def offline_answer(state: AgentState, svc: Services, sel: Selection, numbers: di
     return compose_answer(picked, numbers, lang, docs, profile_line, values), check
 
 
-def answer_call(svc: Services, messages: list[dict[str, str]], sink, mode: str):  # noqa: ANN001
-    """The one answer call: streamed to ``sink`` (a function taking each text delta) when one
-    is given, else a plain completion. The agent's answer is capped at
-    :data:`ANSWER_MAX_TOKENS`; the baseline keeps the client's default.
+def answer_call(svc: Services, messages: list[dict[str, str]], mode: str):  # noqa: ANN201
+    """The one answer call, streamed: each text delta goes to the graph's custom stream as a
+    ``token`` :class:`core.live.TurnEvent` (a no-op when nobody watches). The agent's answer is
+    capped at :data:`ANSWER_MAX_TOKENS`; the baseline keeps the client's default.
 
+    Returns:
+        :class:`core.llm.client.LLMReply` (with ``ttft_ms``).
     Raises:
-        LLMError: the endpoint failed.
+        LLMError: the endpoint failed or dropped the stream mid-answer.
     """
     limit = {"max_tokens": ANSWER_MAX_TOKENS} if mode == "ai_agent" else {}
-    if sink is None:
-        return svc.llm.complete(messages, **limit)  # type: ignore[union-attr]
-    return collect(svc.llm.stream(messages, **limit), sink)  # type: ignore[union-attr]
+    return svc.llm.stream_answer(messages, lambda text: emit(TurnEvent("token", text=text)),  # type: ignore[union-attr]
+                                 **limit)
 
 
 def supported_quotes(svc: Services, picked: list, numbers: dict[int, int],
