@@ -8,6 +8,11 @@ the typing action while the turn runs, ``RetryAfter`` (HTTP 429) waited out, and
 resend when Telegram cannot parse the HTML. In groups the bot answers only when mentioned
 (``@bot``), replied to, or given a command. Text starting with "/" that is not one of our
 commands (``/weird``, ``/ 혈압이 150인데요``) is an ordinary message.
+
+In a private chat the answer appears while it is written: a message draft updated at most once
+a second (:mod:`adapters.telegram.draft`), then the checked answer as normal messages (the
+draft disappears with them, so a sentence the checker removed does not stay on screen). In
+groups only the typing action shows that the bot works. An emergency reply is never previewed.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from telegram.error import BadRequest, RetryAfter, TelegramError, TimedOut
 from telegram.ext import Application, ContextTypes, MessageHandler, filters
 
 from adapters.formatting import compose, split_text, to_plain_text, to_telegram_html
+from adapters.telegram.draft import ChatThrottle, DraftPreview, retry_seconds
 from core.frontdesk import Deliver, Frontdesk
 from core.messages import InboundMessage, OutboundMessage
 
@@ -84,6 +90,7 @@ class TelegramChannel:
         self.username = ""
         self.bot_id = 0
         self._stored: dict[int, asyncio.Future] = {}  # webhook updates waiting for their write-ahead
+        self._throttles: dict[int, ChatThrottle] = {}  # per private chat: when the next draft may go
 
     @property
     def webhook_path(self) -> str:
@@ -204,16 +211,21 @@ class TelegramChannel:
         if inbound is None:
             return
         chat_id = update.effective_chat.id  # type: ignore[union-attr]
-        reply_to = update.effective_message.message_id \
-            if update.effective_chat.type != ChatType.PRIVATE else None  # type: ignore[union-attr]
+        private = update.effective_chat.type == ChatType.PRIVATE  # type: ignore[union-attr]
+        reply_to = None if private else update.effective_message.message_id  # type: ignore[union-attr]
+        preview = DraftPreview(self.app.bot, chat_id, update.effective_message.message_id,  # type: ignore[union-attr]
+                               self._throttles.setdefault(chat_id, ChatThrottle())) if private else None
 
         async def deliver(reply: OutboundMessage) -> None:
+            if preview is not None:
+                await preview.finish()  # no draft after the answer
             await self.send_reply(chat_id, reply, reply_to)
 
         stored = self._stored.get(id(update))  # a webhook waits for the write-ahead
         on_stored = (lambda ok: stored.done() or stored.set_result(ok)) if stored is not None else None
         queued = await self.frontdesk.submit(inbound, deliver, lambda: self.typing(chat_id),
-                                             on_stored=on_stored, durable=stored is not None)
+                                             on_stored=on_stored, durable=stored is not None,
+                                             live=preview)
         if queued is None and stored is not None and not stored.done():
             stored.set_result(False)  # shutting down: Telegram delivers it again
         if stored is not None and not stored.done():
@@ -268,11 +280,3 @@ class TelegramChannel:
         finally:
             done.set()
             await task
-
-
-def retry_seconds(exc: RetryAfter) -> float:
-    """Seconds to wait from a ``RetryAfter`` (PTB 22 gives an int or a timedelta)."""
-    value = getattr(exc, "_retry_after", None)
-    if value is None:
-        value = exc.retry_after
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)

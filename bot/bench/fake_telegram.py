@@ -5,8 +5,13 @@ talks to through ``Application.builder().base_url(server.base_url)``. It speaks 
 JSON envelope (``{"ok": true, "result": ...}``) for the methods the adapter uses:
 
 - ``getMe``, ``getUpdates`` (long polling: held until an update arrives or ``timeout``),
-  ``sendMessage``, ``sendChatAction``, ``setWebhook``, ``deleteWebhook``, ``setMyCommands``;
-  any other method answers ``true``.
+  ``sendMessage``, ``sendMessageDraft``, ``sendChatAction``, ``setWebhook``, ``deleteWebhook``,
+  ``setMyCommands``; any other method answers ``true``.
+
+``sendMessageDraft`` (Bot API 9.3+) keeps one draft per chat, shown until a ``sendMessage`` to
+that chat finishes it or 30 s pass (Telegram's draft is a temporary 30-second preview); only
+private chats (positive ids) and a non-zero ``draft_id``, text of at most 4,096 characters.
+:meth:`FakeTelegramServer.screen` is what the user sees: the sent messages, then the draft.
 
 ``sendMessage`` checks its text as Telegram does: empty text is refused, and with
 ``parse_mode=HTML`` the markup must parse (:func:`telegram_html_error`: only Telegram's tags,
@@ -177,6 +182,7 @@ class FakeTelegramServer:
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] = {}
+        self.drafts: dict[int, dict[str, Any]] = {}  # chat id -> the draft on screen
         self._updates: list[dict[str, Any]] = []
         self._failures: dict[str, list[tuple[int, int]]] = {}
         self._cond = threading.Condition()
@@ -268,6 +274,20 @@ class FakeTelegramServer:
             return [c["params"] for c in self.calls if c["method"] == "sendMessage" and c["ok"]
                     and (chat_id is None or int(c["params"]["chat_id"]) == chat_id)]
 
+    def draft_calls(self, chat_id: int) -> list[dict[str, Any]]:
+        """The accepted ``sendMessageDraft`` calls to ``chat_id`` (``params`` and ``at``)."""
+        with self._cond:
+            return [c for c in self.calls if c["method"] == "sendMessageDraft" and c["ok"]
+                    and int(c["params"]["chat_id"]) == chat_id]
+
+    def screen(self, chat_id: int) -> list[str]:
+        """What the user of ``chat_id`` sees: the texts of the messages sent, then the draft
+        if one is still shown (not finished by a message, younger than 30 s)."""
+        with self._cond:
+            draft = self.drafts.get(chat_id)
+            live = draft is not None and time.monotonic() - draft["at"] < 30
+            return [m["text"] for m in self.sent(chat_id)] + ([draft["text"]] if live else [])
+
     def calls_to(self, method: str) -> list[dict[str, Any]]:
         """Every recorded call of ``method`` (failed ones too, with ``ok`` False)."""
         with self._cond:
@@ -315,10 +335,17 @@ class FakeTelegramServer:
     @staticmethod
     def _refusal(method: str, params: dict[str, Any]) -> str | None:
         """What Telegram's checks of a message text would refuse (``None``: accepted)."""
-        if method not in ("sendMessage", "editMessageText"):
+        if method == "sendMessageDraft":
+            if int(params.get("chat_id") or 0) <= 0:
+                return "sendMessageDraft is available only in private chats"
+            if not int(params.get("draft_id") or 0):
+                return "draft_id must be non-zero"
+            if len(str(params.get("text") or "")) > 4096:
+                return "text is too long"
+        elif method not in ("sendMessage", "editMessageText"):
             return None
         text = str(params.get("text") or "")
-        if not text.strip():
+        if not text.strip() and method != "sendMessageDraft":
             return "message text is empty"
         if str(params.get("parse_mode") or "").upper() == "HTML":
             error = telegram_html_error(text)
@@ -338,10 +365,16 @@ class FakeTelegramServer:
                     "supports_inline_queries": False}
         if method == "setWebhook":
             self.webhook = {"url": params.get("url"), "secret_token": params.get("secret_token")}
+        if method == "sendMessageDraft":
+            with self._cond:
+                self.drafts[int(params["chat_id"])] = {"draft_id": params.get("draft_id"),
+                                                       "text": params.get("text") or "",
+                                                       "at": time.monotonic()}
         if method == "sendMessage":
             with self._cond:
                 self._next_message += 1
                 mid = self._next_message
+                self.drafts.pop(int(params["chat_id"]), None)  # the message finishes the draft
             chat_id = int(params["chat_id"])
             return {"message_id": mid, "date": int(time.time()), "text": params.get("text", ""),
                     "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "group"},
