@@ -10,6 +10,11 @@ after; a retried delivery (``X-Slack-Retry-Num``, same ``event_id``) is dropped 
 stored (so a retry after a crash is still answered, once); Bolt refuses bad signatures (401). Replies go in
 the thread as mrkdwn section blocks of at most 3,000 characters, ten per message; HTTP 429 from
 the Web API is retried after ``Retry-After``.
+
+In an assistant thread (a thread of a direct message with the app, as Bolt's ``Assistant``
+recognises it) the turn is shown while it runs (:mod:`adapters.slack.stream`): a status while it
+reads, searches and checks, the answer streamed as the model writes it, then the message
+corrected in place to the checked answer. Elsewhere the answer is one normal post.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.formatting import compose, split_text, to_slack_mrkdwn
 from adapters.slack.dedupe import EventDedupe
+from adapters.slack.stream import SlackLive
+from adapters.throttle import ChatThrottle
 from core.frontdesk import Deliver, Frontdesk
 from core.messages import InboundMessage, OutboundMessage
 
@@ -101,6 +108,7 @@ class SlackChannel:
         self.app.event("message")(self._on_message)
         self.app.command(SLASH_COMMAND)(self._on_command)
         self._socket = None
+        self._throttles: dict[str, ChatThrottle] = {}  # per channel: when the stream may grow next
 
     @classmethod
     def from_settings(cls, frontdesk: Frontdesk, settings) -> "SlackChannel":
@@ -194,18 +202,24 @@ class SlackChannel:
         if event.get("channel_type") != "im":
             return await self._confirm(body)  # channel messages reach the bot as app_mention
         thread = event.get("thread_ts")
-        await self._submit(body, self.to_inbound(body, event, thread), event["channel"], thread)
+        live = None
+        if thread:  # an assistant thread: shown while it is written
+            team = body.get("team_id") or event.get("team") or ""
+            live = SlackLive(self.client, event["channel"], thread, team, event.get("user") or "",
+                             self._throttles.setdefault(event["channel"], ChatThrottle()))
+        await self._submit(body, self.to_inbound(body, event, thread), event["channel"], thread, live)
 
     async def _submit(self, body: dict, inbound: InboundMessage | None, channel: str,
-                      thread: str | None) -> None:
+                      thread: str | None, live: SlackLive | None = None) -> None:
         """Queue the message; its event is marked seen once the turn is written (or at once
         when there is nothing to answer), never before (issue 12)."""
         if inbound is None:
             return await self._confirm(body)
         stored: asyncio.Future = asyncio.get_running_loop().create_future()
         queued = await self.frontdesk.submit(
-            inbound, self._poster(channel, thread), on_accepted=lambda: self._confirm(body),
-            on_stored=lambda ok: stored.done() or stored.set_result(ok), durable=not self.socket_mode)
+            inbound, self._poster(channel, thread, live), on_accepted=lambda: self._confirm(body),
+            on_stored=lambda ok: stored.done() or stored.set_result(ok), durable=not self.socket_mode,
+            live=live)
         if queued is None:  # shutting down: let Slack's retry through
             await self._release(body)
             return
@@ -252,8 +266,10 @@ class SlackChannel:
         await self.frontdesk.submit(inbound, deliver)
 
     # -- outbound --------------------------------------------------------------------------
-    def _poster(self, channel: str, thread_ts: str | None):
+    def _poster(self, channel: str, thread_ts: str | None, live: SlackLive | None = None):
         async def deliver(reply: OutboundMessage) -> None:
+            if live is not None and await live.finish(render_messages(reply)):
+                return  # the streamed message now holds the checked answer
             await self.post_reply(channel, reply, thread_ts)
 
         return deliver

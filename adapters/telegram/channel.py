@@ -34,7 +34,8 @@ from telegram.error import BadRequest, RetryAfter, TelegramError, TimedOut
 from telegram.ext import Application, ContextTypes, MessageHandler, filters
 
 from adapters.formatting import compose, split_text, to_plain_text, to_telegram_html
-from adapters.telegram.draft import ChatThrottle, DraftPreview, retry_seconds
+from adapters.telegram.draft import DraftPreview, retry_seconds
+from adapters.throttle import ChatThrottle
 from core.frontdesk import Deliver, Frontdesk
 from core.messages import InboundMessage, OutboundMessage
 

@@ -3,8 +3,7 @@
 temporary preview updated in place and finished by the normal message that carries the checked
 answer.
 
-Throttled: at most one draft per :data:`DRAFT_INTERVAL_S` per chat (Telegram's flood control
-allows about one message per second in a chat: Bot API FAQ, "My bot is hitting limits"); a 429
+Throttled: at most one draft per :data:`adapters.throttle.EDIT_INTERVAL_S` per chat; a 429
 is honoured by sending nothing before its ``retry_after``. The preview stops before the final
 message is sent (:meth:`DraftPreview.finish` awaits a draft still in flight), so no stale draft
 follows the answer; an emergency (``emergency`` event) is never previewed.
@@ -16,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
 from datetime import timedelta
 
 from telegram import Bot
@@ -24,20 +22,12 @@ from telegram.constants import ParseMode
 from telegram.error import BadRequest, RetryAfter, TelegramError
 
 from adapters.formatting import split_text, to_telegram_html
+from adapters.throttle import EDIT_INTERVAL_S, ChatThrottle
 from core.live import TurnEvent
 
 log = logging.getLogger(__name__)
 
-DRAFT_INTERVAL_S = 1.0
 DRAFT_LIMIT = 4096  # characters of a draft's text, as of a message's
-
-
-@dataclass
-class ChatThrottle:
-    """When the next draft may go to one chat (``time.monotonic()`` seconds); shared by the
-    turns of a chat so the limit holds across them."""
-
-    next_at: float = 0.0
 
 
 def draft_text(text: str) -> str:
@@ -59,7 +49,7 @@ class DraftPreview:
     """
 
     def __init__(self, bot: Bot, chat_id: int, draft_id: int, throttle: ChatThrottle,
-                 interval_s: float = DRAFT_INTERVAL_S) -> None:
+                 interval_s: float = EDIT_INTERVAL_S) -> None:
         self.bot, self.chat_id, self.draft_id = bot, chat_id, draft_id or 1
         self.throttle, self.interval_s = throttle, interval_s
         self.text = ""  # the answer as written so far

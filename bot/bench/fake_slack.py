@@ -4,10 +4,15 @@ Socket Mode).
 Two sides of Slack on 127.0.0.1:
 
 - **Web API** (what the bot calls): ``POST /api/<method>`` for ``auth.test``,
-  ``chat.postMessage`` and ``apps.connections.open`` (any other method answers ``ok``), and
-  ``POST /respond/<id>`` for slash-command ``response_url``\\ s. Point the real
-  ``slack_sdk`` client at :attr:`FakeSlackServer.api_url`. :meth:`fail_next` answers HTTP 429
-  with ``Retry-After``.
+  ``chat.postMessage``, ``chat.update``, ``chat.delete``, the text streams ``chat.startStream``
+  / ``chat.appendStream`` / ``chat.stopStream`` (``markdown_text`` or ``markdown_text``
+  chunks; appending to a stopped or unknown stream is refused with
+  ``message_not_in_streaming_state``), ``assistant.threads.setStatus`` and
+  ``apps.connections.open`` (any other method answers ``ok``), and ``POST /respond/<id>`` for
+  slash-command ``response_url``\\ s. Point the real ``slack_sdk`` client at
+  :attr:`FakeSlackServer.api_url`. :meth:`fail_next` answers HTTP 429 with ``Retry-After`` (or
+  another status). :meth:`screen` is what a thread shows: each bot message's current text
+  (its section blocks, else its text or streamed markdown).
 - **Slack calling the bot**: :func:`signed_headers` signs a body with the signing secret exactly
   as Slack does (``v0=`` HMAC-SHA256 of ``v0:<timestamp>:<body>``); :func:`event_body` and
   :func:`command_body` build Events API and slash-command payloads; :meth:`socket_send` pushes
@@ -72,6 +77,19 @@ def command_body(user: str, text: str, response_url: str, channel: str = "C0CLIN
                       "trigger_id": uuid.uuid4().hex})
 
 
+_MESSAGE_METHODS = {"chat.postMessage", "chat.update", "chat.delete", "chat.startStream",
+                    "chat.appendStream", "chat.stopStream", "assistant.threads.setStatus"}
+
+
+def _streamed(params: dict[str, Any]) -> str:
+    """The markdown a stream call adds: ``markdown_text`` and its ``markdown_text`` chunks."""
+    chunks = params.get("chunks") or []
+    if isinstance(chunks, str):
+        chunks = json.loads(chunks)
+    return (params.get("markdown_text") or "") + "".join(
+        c.get("text") or "" for c in chunks if isinstance(c, dict) and c.get("type") == "markdown_text")
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -110,6 +128,8 @@ class FakeSlackServer:
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
+        self.messages: dict[str, dict[str, Any]] = {}  # ts -> channel, thread_ts, text, blocks, streaming
+        self.statuses: dict[tuple[str, str], str] = {}  # (channel, thread_ts) -> status shown
         self._failures: dict[str, list[tuple[int, int]]] = {}
         self._cond = threading.Condition()
         self._httpd: ThreadingHTTPServer | None = None
@@ -200,12 +220,64 @@ class FakeSlackServer:
             return 200, {"ok": True, "url": "https://test.slack.com/", "team": "Test",
                          "user": "medbot", "team_id": TEAM, "user_id": BOT_USER,
                          "bot_id": BOT_ID, "is_enterprise_install": False}, {}
-        if method == "chat.postMessage":
-            return 200, {"ok": True, "channel": params.get("channel"), "ts": f"{time.time():.6f}",
-                         "message": {"text": params.get("text"), "bot_id": BOT_ID}}, {}
+        if method in _MESSAGE_METHODS:
+            return self._message_call(method, params)
         if method == "apps.connections.open":
             return 200, {"ok": True, "url": self._socket_url()}, {}
         return 200, {"ok": True}, {}
+
+    def _message_call(self, method: str, params: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """The methods that change what a thread shows (see the module docstring)."""
+        channel = params.get("channel") or params.get("channel_id")
+        with self._cond:
+            if method == "assistant.threads.setStatus":
+                self.statuses[(channel, params.get("thread_ts"))] = params.get("status") or ""
+                return 200, {"ok": True}, {}
+            if method in ("chat.postMessage", "chat.startStream"):
+                ts = f"{time.time():.6f}"
+                while ts in self.messages:
+                    ts = f"{float(ts) + 0.000001:.6f}"
+                self.messages[ts] = {"channel": channel, "thread_ts": params.get("thread_ts"),
+                                     "text": _streamed(params) if method == "chat.startStream" else params.get("text"),
+                                     "blocks": params.get("blocks"), "streaming": method == "chat.startStream"}
+                self.statuses.pop((channel, params.get("thread_ts")), None)  # a reply clears the status
+                return 200, {"ok": True, "channel": channel, "ts": ts,
+                             "message": {"text": params.get("text"), "bot_id": BOT_ID}}, {}
+            msg = self.messages.get(str(params.get("ts")))
+            if msg is None or msg["channel"] != channel:
+                return 200, {"ok": False, "error": "message_not_found"}, {}
+            if method in ("chat.appendStream", "chat.stopStream"):
+                if not msg["streaming"]:
+                    return 200, {"ok": False, "error": "message_not_in_streaming_state"}, {}
+                msg["text"] = (msg["text"] or "") + _streamed(params)
+                msg["streaming"] = method == "chat.appendStream"
+                if params.get("blocks"):
+                    msg["blocks"] = list(msg.get("blocks") or []) + list(params["blocks"])
+            elif method == "chat.update":
+                msg.update(text=params.get("text"), blocks=params.get("blocks"))
+            elif method == "chat.delete":
+                del self.messages[str(params["ts"])]
+            return 200, {"ok": True, "channel": channel, "ts": params.get("ts")}, {}
+
+    def screen(self, channel: str, thread_ts: str | None = None) -> list[str]:
+        """What the thread (or the channel's top level) shows of the bot: each message's text
+        in order, its section blocks' text when it has blocks."""
+        with self._cond:
+            out = []
+            for ts in sorted(self.messages, key=float):
+                m = self.messages[ts]
+                if m["channel"] == channel and m["thread_ts"] == thread_ts:
+                    blocks = m.get("blocks") or []
+                    blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
+                    sections = [b["text"]["text"] for b in blocks
+                                if isinstance(b, dict) and b.get("type") == "section"]
+                    out.append("\n\n".join(sections) if sections else (m["text"] or ""))
+            return out
+
+    def status(self, channel: str, thread_ts: str) -> str:
+        """The status shown under an assistant thread (``""``: none)."""
+        with self._cond:
+            return self.statuses.get((channel, thread_ts), "")
 
     def _record(self, path: str, params: dict[str, Any], ok: bool) -> None:
         with self._cond:
