@@ -550,6 +550,31 @@ def bench_verify_cmd(dataset: list[Path] = typer.Option(None, "--dataset", help=
         typer.echo(f"  error {e}: flagged {f['flagged']}, AUC vs supported {f['auc_vs_supported']} (n={f['n']})")
 
 
+@bench_app.command("stream")
+def bench_stream_cmd(model: Optional[str] = typer.Option(None, help="A local model (name or GGUF path) served by `medbot llm serve`; default: the streaming stub."),
+                     endpoint: Optional[str] = typer.Option(None, help="An OpenAI-compatible base URL instead of the stub."),
+                     repeat: int = typer.Option(3, help="Turns per channel."),
+                     ttft: float = typer.Option(0.5, help="Stub: seconds before its first token."),
+                     word: float = typer.Option(0.05, help="Stub: seconds between two words."),
+                     channel: list[str] = typer.Option([], help="Only these channels (telegram, slack, console)."),
+                     as_json: bool = typer.Option(False, "--json")) -> None:
+    """Time to the first sign of work, the first answer words and the checked answer, per channel."""
+    _setup_logging()
+    from bot.bench.stream import bench_stream
+    from config.settings import get_settings
+
+    out = bench_stream(get_settings(), model, endpoint, repeat, ttft, word,
+                       tuple(channel) or ("telegram", "slack", "console"))
+    if as_json:
+        typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    typer.echo(f"{out['llm']}, {out['repeat']} turns per channel (medians, ms)")
+    for name, f in out["channels"].items():
+        typer.echo(f"  {name:8s} progress {f['progress_ms']}  first token {f['first_token_ms']}  "
+                   f"first visible {f['first_visible_ms']} (+{f['visible_after_token_ms']})  "
+                   f"final {f['final_ms']}  max edits/s {f['max_edits_per_s']}")
+
+
 @bench_app.command("llm")
 def bench_llm_cmd(model: str = typer.Option("qwen2.5-coder-1.5b", help="A known model name or a GGUF path."),
                   repeat: int = typer.Option(3, help="Timed requests per setting."),

@@ -133,3 +133,16 @@ def test_the_console_prints_tokens_as_they_arrive_then_the_checked_reply(llm_age
     t_final = next(t for t, s in out.writes if s.startswith("bot> "))
     assert t_final - t_first > 0.3  # the first words were on screen while the rest was written
     assert ANSWER in text[final:]
+
+
+def test_bench_stream_meets_its_targets_with_the_stub(tmp_path, default_index):
+    from bot.bench.stream import bench_stream
+
+    out = bench_stream(make_settings(tmp_path, default_index), repeat=1, ttft_s=0.4, word_s=0.04)
+    assert set(out["channels"]) == {"telegram", "slack", "console"}
+    for name, f in out["channels"].items():
+        assert f["progress_ms"] is not None and f["progress_ms"] <= 1000, name
+        assert f["first_token_ms"] >= 400 and f["first_visible_ms"] >= f["first_token_ms"] - 1, name
+        assert f["visible_after_token_ms"] <= 300, name
+        assert f["final_ms"] > f["first_visible_ms"] + 1000, name  # the words came well before the answer
+        assert 1 <= f["max_edits_per_s"] <= 1, name
