@@ -238,6 +238,11 @@ def test_harness_end_to_end_resumes_without_duplicates(tmp_path, default_index):
         # the first turn had failed (a reply cut off): the resumed run judges it again
         failed = {**recs[0], "judge": {**recs[0]["judge"], "faithfulness": None,
                                        "judge_errors": ["JSONDecodeError: cut off"]}}
+        assert all(r["checker"]["user_context"] == "patient's messages so far" for r in recs if r.get("checker"))
+        # a record checked before the user context was passed: the resumed run checks it again
+        k = next(i for i, r in enumerate(recs) if i and r.get("checker"))
+        old_check = {"claims": 9, "rejected": 9, "rejected_share": 1.0, "mean_p": 0.1, "context": "own documents"}
+        lines[k] = json.dumps({**recs[k], "checker": old_check})
         (out / "turns.jsonl").write_text("\n".join([json.dumps(failed), *lines[1:-1]]) + "\n" + lines[-1][:20])
         last = recs[-1]
         second = run_eval(cfg, settings, progress=False)
@@ -245,6 +250,7 @@ def test_harness_end_to_end_resumes_without_duplicates(tmp_path, default_index):
         again = [json.loads(x) for x in (out / "turns.jsonl").read_text().splitlines() if x.endswith("}")]
         assert len(again) == 16 and again[-1]["turn"] == last["turn"]
         assert again[0]["judge"]["rejudged"] and again[0]["judge"]["faithfulness"] == 0.5
+        assert again[k]["checker_first"] == old_check and again[k]["checker"] == recs[k]["checker"]
         from storage.db import make_engine
         from storage.repositories import Repository
 
