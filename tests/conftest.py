@@ -43,7 +43,11 @@ def default_index(embedder) -> Path:
 
 def make_settings(tmp_path: Path, index_dir: Path | None = None, **env: object) -> Settings:
     """Settings for a test: its own data dir and SQLite file, no ``.env``."""
-    values: dict[str, object] = {"MEDBOT_DATA_DIR": tmp_path, "MEDCAT_PACKS_DIR": CACHE / "medcat", **env}
+    # the fake endpoint's "fake-model" has no verification record, so ``auto`` would verify
+    # offline: the tests of the endpoint back end ask for it (tests/test_verification_choice.py
+    # covers ``auto``)
+    values: dict[str, object] = {"MEDBOT_DATA_DIR": tmp_path, "MEDCAT_PACKS_DIR": CACHE / "medcat",
+                                 "VERIFY_BACKEND": "endpoint", **env}
     if index_dir is not None:
         values["MEDBOT_INDEX_DIR"] = index_dir
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -137,6 +137,29 @@ def test_statistics_match_their_definitions():
     assert missing.n == 1 and missing.t is None
 
 
+def test_targets_table_reads_paired_ratios_and_pooled_rejections():
+    from bot.eval.report import _targets, comparisons, summarise
+
+    def rec(cond, turn, ms, faith, claims, rejected, calls):
+        return {"condition": cond, "scenario": "s1", "turn": turn, "total_ms": ms, "llm_calls": calls,
+                "judge": {"faithfulness": faith}, "checker": {"claims": claims, "rejected": rejected},
+                "usage": {"calls": calls, "prompt_tokens": 100 * calls, "cached_tokens": 0, "completion_tokens": 50}}
+    records = [rec("llm", t, 1000, 0.4 + 0.01 * t, 5, 3, 1) for t in range(1, 6)]
+    records += [rec("ai_agent", t, 1400 if t < 5 else 3000, 0.8 - 0.01 * t, 4, 0, 1 if t < 4 else 2)
+                for t in range(1, 6)]
+    records.append(rec("ai_agent", 6, 99_000, 1.0, 10, 10, 9))  # unpaired: in no ratio, but pooled
+    conds = ["llm", "ai_agent"]
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in
+            _targets(records, summarise(records, conds), comparisons(records, conds))[2:]}
+    assert "×1.72 | 5 | missed" in rows["wall latency ai_agent / llm ≤ ×1.5"]  # (4·1400 + 3000) / 5000
+    assert "×1.27 | 5 | met" in rows["tokens processed ai_agent / llm ≤ ×3.0"]  # (3·150 + 2·250) / 750
+    assert rows["LLM calls per ai_agent turn ≤ 2.2"].startswith("| LLM calls per ai_agent turn ≤ 2.2 | 2.667")
+    assert rows["LLM calls per ai_agent turn ≤ 2.2"].endswith("| 6 | missed |")  # (3 + 2·2 + 9) / 6
+    assert "| met |" in rows["faithfulness (judge) ai_agent − llm ≥ +0.10, 95% CI above 0"]
+    assert "33.3% (10 of 30)" in rows["shipped sentences the checker rejects, `ai_agent` ≤ 5%"]
+    assert rows["shipped sentences the checker rejects, `ai_agent` ≤ 5%"].endswith("| missed |")
+
+
 def test_judge_reply_cut_off_keeps_its_complete_statements():
     from bot.eval.judge import salvage_strings
 
@@ -215,6 +238,11 @@ def test_harness_end_to_end_resumes_without_duplicates(tmp_path, default_index):
         # the first turn had failed (a reply cut off): the resumed run judges it again
         failed = {**recs[0], "judge": {**recs[0]["judge"], "faithfulness": None,
                                        "judge_errors": ["JSONDecodeError: cut off"]}}
+        assert all(r["checker"]["user_context"] == "patient's messages so far" for r in recs if r.get("checker"))
+        # a record checked before the user context was passed: the resumed run checks it again
+        k = next(i for i, r in enumerate(recs) if i and r.get("checker"))
+        old_check = {"claims": 9, "rejected": 9, "rejected_share": 1.0, "mean_p": 0.1, "context": "own documents"}
+        lines[k] = json.dumps({**recs[k], "checker": old_check})
         (out / "turns.jsonl").write_text("\n".join([json.dumps(failed), *lines[1:-1]]) + "\n" + lines[-1][:20])
         last = recs[-1]
         second = run_eval(cfg, settings, progress=False)
@@ -222,6 +250,7 @@ def test_harness_end_to_end_resumes_without_duplicates(tmp_path, default_index):
         again = [json.loads(x) for x in (out / "turns.jsonl").read_text().splitlines() if x.endswith("}")]
         assert len(again) == 16 and again[-1]["turn"] == last["turn"]
         assert again[0]["judge"]["rejudged"] and again[0]["judge"]["faithfulness"] == 0.5
+        assert again[k]["checker_first"] == old_check and again[k]["checker"] == recs[k]["checker"]
         from storage.db import make_engine
         from storage.repositories import Repository
 

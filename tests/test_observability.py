@@ -56,6 +56,7 @@ def served(tmp_path_factory, default_index):
                    TELEGRAM_WEBHOOK_URL=f"http://127.0.0.1:{port}/tg", PORT=str(port),
                    HTTP_HOST="127.0.0.1", MEDCAT_PACKS_DIR=str(CACHE / "medcat"),
                    OPENAI_BASE_URL=llm.base_url, OPENAI_API_KEY="sk-test", LLM_MODEL="fake-model",
+                   VERIFY_BACKEND="endpoint",  # the verification kind counted below
                    LOG_LEVEL="INFO", LOG_FORMAT="json", PROMETHEUS_MULTIPROC_DIR=str(prom),
                    REDIS_URL=f"redis://127.0.0.1:{_free_port()}/0")
         proc = subprocess.Popen([MEDBOT, "run"], env=env, cwd=tmp, stdout=subprocess.DEVNULL,

@@ -192,6 +192,57 @@ def _claims(records, conds, summary, comps) -> list[str]:
     return lines
 
 
+TARGETS = {"latency_ratio": 1.5, "processed_ratio": 3.0, "calls": 2.2, "faithfulness_gain": 0.10,
+           "rejected_share": 0.05}
+"""The cost and quality targets of the agent against the plain model on the same endpoint:
+wall latency and tokens processed as ratios of the paired turns' means, LLM calls per agent
+turn, the judge's faithfulness gain (with its 95% CI above 0) and the share of shipped
+sentences the checker rejects (pooled over the agent's turns)."""
+
+
+def _ratio(records, metric: str) -> tuple[float | None, int]:
+    """mean(ai_agent) / mean(llm) of ``metric`` over the turns both conditions measured."""
+    a, b = by_key(records, "llm", metric), by_key(records, "ai_agent", metric)
+    keys = [k for k in a if k in b and a[k] is not None and b[k] is not None]
+    base = sum(a[k] for k in keys)  # type: ignore[misc]
+    return (sum(b[k] for k in keys) / base if keys and base else None), len(keys)  # type: ignore[misc]
+
+
+def _pooled_rejected(records, cond: str) -> tuple[float | None, int, int]:
+    """(rejected / claims, rejected, claims) over ``cond``'s turns the checker read."""
+    rows = [r["checker"] for r in records if r["condition"] == cond and r.get("checker")]
+    claims, rejected = sum(c.get("claims") or 0 for c in rows), sum(c.get("rejected") or 0 for c in rows)
+    return (rejected / claims if claims else None), rejected, claims
+
+
+def _met(ok: bool | None) -> str:
+    return "not measured" if ok is None else "met" if ok else "missed"
+
+
+def _targets(records, summary, comps) -> list[str]:
+    """The targets table (:data:`TARGETS`): measured value, n and verdict per target."""
+    lines = ["| target | measured | n | verdict |", "| --- | --- | --- | --- |"]
+    for label, metric, key in (("wall latency ai_agent / llm", "total_ms", "latency_ratio"),
+                               ("tokens processed ai_agent / llm", "endpoint_processed_tokens", "processed_ratio")):
+        r, n = _ratio(records, metric)
+        lines.append(f"| {label} ≤ ×{TARGETS[key]} | {'–' if r is None else f'×{r:.2f}'} | {n} | "
+                     f"{_met(None if r is None else r <= TARGETS[key])} |")
+    calls = summary["llm_calls"].get("ai_agent")
+    lines.append(f"| LLM calls per ai_agent turn ≤ {TARGETS['calls']} | {_est(calls) if calls else '–'} | "
+                 f"{calls.n if calls else 0} | {_met(None if not calls or calls.mean is None else calls.mean <= TARGETS['calls'])} |")
+    res = {m: r for m, r in comps if r.a == "llm" and r.b == "ai_agent"}.get("faithfulness")
+    ok = None if res is None or res.diff.mean is None or res.diff.low is None else (
+        res.diff.mean >= TARGETS["faithfulness_gain"] and res.diff.low > 0)
+    lines.append(f"| faithfulness (judge) ai_agent − llm ≥ +{TARGETS['faithfulness_gain']:.2f}, 95% CI above 0 | "
+                 f"{_est(res.diff) if res else '–'} | {res.n if res else 0} | {_met(ok)} |")
+    for cond in ("ai_agent", "llm"):
+        share, rej, claims = _pooled_rejected(records, cond)
+        verdict = _met(None if share is None else share <= TARGETS["rejected_share"]) if cond == "ai_agent" else "(baseline)"
+        lines.append(f"| shipped sentences the checker rejects, `{cond}` ≤ {TARGETS['rejected_share']:.0%} | "
+                     f"{'–' if share is None else f'{share:.1%} ({rej} of {claims})'} | {claims} | {verdict} |")
+    return lines
+
+
 def _verdict(metric: str, base: float, agent: float, res: Paired) -> str:
     lo, hi = res.diff.low, res.diff.high
     claimed = agent - base
@@ -372,6 +423,9 @@ def write_report(out: Path, seed: int = 0) -> Path:
     lines = _header(meta, records, conds)
     lines += ["", "## The documents' claims", ""] + _claims(records, conds, summary, comps)
     lines += [""] + _other_claims(records, conds, meta)
+    if "llm" in conds and "ai_agent" in conds:
+        lines += ["", "## Targets (agent against the plain model on the same endpoint)", ""]
+        lines += _targets(records, summary, comps)
     lines += ["", "## The 15-turn retention scenario", ""] + _retention_lines(records, conds)
     lines += ["", "## Judge reliability", ""] + _calibration_lines(out)
     lines += ["", "## Means per condition (bootstrap 95% CI, n = turns measured)", "",

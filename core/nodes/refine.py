@@ -2,9 +2,12 @@
 "Verification").
 
 ``refine`` checks every sentence of the answer against the evidence it cites with the
-calibrated checker (:mod:`core.verification`): with an endpoint and ``llm_based_quality_check``
-one short call that extends the answer call's messages (the server's prompt cache holds the
-rest), otherwise the offline back end (no call). When sentences fail and ``self_refine_enabled``:
+calibrated checker (:mod:`core.verification`): with an endpoint, ``llm_based_quality_check``
+and a model measured to verify better than the offline checker
+(:mod:`core.verification.choice`, ``VERIFY_BACKEND``), one short call that extends the answer
+call's messages (the server's prompt cache holds the rest), otherwise the offline back end (no
+call; a repair call then extends the answer call's messages and the answer). When sentences
+fail and ``self_refine_enabled``:
 
 - if a failed sentence names a drug, condition or number that no evidence document covers
   (missing evidence) and a refine iteration is left, the repair waits for a re-retrieval:
@@ -34,6 +37,7 @@ from core.llm.client import LLMError
 from core.quality import checker_score
 from core.services import Services
 from core.state import AgentState
+from core.verification.choice import choose
 from core.verification.claims import split_claims
 from core.verification.endpoint import EndpointChecker
 from core.verification.repair import drop_failed, repair_call
@@ -56,23 +60,40 @@ def user_context(state: AgentState) -> str:
     return f"{state.get('question', '')}\n{state.get('profile_summary', '')}"
 
 
+def verify_backend(state: AgentState, svc: Services) -> tuple[str, str]:
+    """The back end that checks this turn's LLM answer and why
+    (:func:`core.verification.choice.choose`); ``offline`` without an endpoint, without the
+    answer call's messages or with ``llm_based_quality_check`` off."""
+    flags = state["flags"]
+    if svc.llm is None or not state.get("answer_messages"):
+        return "offline", "no LLM answer"
+    if not (flags.llm_based_quality_check and flags.self_refine_enabled):
+        return "offline", "llm_based_quality_check off"
+    return choose(svc.settings.verify_backend, svc.settings.llm_model)
+
+
 def _verify(state: AgentState, svc: Services) -> tuple[Verification, list[dict[str, str]]]:
-    """The checker's verdicts on the answer the model wrote (endpoint or offline back end)."""
-    flags, docs = state["flags"], _documents(state)
+    """The checker's verdicts on the answer the model wrote, and the messages a repair call
+    extends: the verification call's (endpoint back end) or the answer call's with the answer as
+    the assistant's turn (offline back end, an LLM answer); ``[]`` for an offline answer."""
+    docs = _documents(state)
     raw = state.get("answer_raw") or state["answer"]
-    use_endpoint = (svc.llm is not None and flags.llm_based_quality_check and flags.self_refine_enabled
-                    and state.get("answer_messages"))
-    if use_endpoint:
+    backend, why = verify_backend(state, svc)
+    if backend == "endpoint":
         return EndpointChecker(svc.llm, svc.checker()).check(  # type: ignore[arg-type]
             state["answer_messages"], raw, docs, state["lang"], user_context(state))
-    return svc.checker().check(raw, docs, user_context(state)), []
+    check = svc.checker().check(raw, docs, user_context(state))
+    check.note = check.note or f"offline verification: {why}"
+    base = state.get("answer_messages") if svc.llm is not None else None
+    return check, [*base, {"role": "assistant", "content": raw}] if base else []
 
 
 def _finish(state: AgentState, answer: str, check: Verification, extra: dict[str, Any]) -> dict[str, Any]:
     """Score the final answer with the checker and remember the best one. When the repair left
     no claim of an answer that had some, the offline extractive answer over the same evidence
     (quotes the checker supports: ``state["fallback_answer"]``) stands in: never an empty reply."""
-    if check.verdicts and not split_claims(answer) and state.get("fallback_answer"):
+    emptied = bool(check.verdicts) or bool(state.get("repair") or extra.get("repair"))
+    if emptied and not split_claims(answer) and state.get("fallback_answer"):
         answer = state["fallback_answer"]
         extra = {**extra, "notes": extra.get("notes", state.get("notes", [])) +
                  ["no sentence of the model's answer was supported: the quoted evidence stands in"]}

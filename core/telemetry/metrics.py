@@ -202,7 +202,7 @@ def _prompt_prefixes() -> list[tuple[str, str]]:
             return text.split("{", 1)[0][:80]
 
         found = [(head(p), "verify") for p in prompts.VERIFY.values()]
-        found += [(head(p), "repair") for p in prompts.REPAIR.values()]
+        found += [(head(p), "repair") for p in [*prompts.REPAIR.values(), *prompts.REPAIR_QUOTED.values()]]
         found += [(head(prompts.REWRITE), "rewrite"),
                  (head(compression.SUMMARY_PROMPT), "compression"),
                  (head(second_opinion.SYSTEM), "triage")]

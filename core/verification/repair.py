@@ -1,7 +1,9 @@
 """Repairing an answer: rewrite or drop exactly the sentences the checker failed.
 
 With an endpoint, one call extends the verification call's messages (so the server's prompt
-cache holds the answer prompt, the answer and the verdicts) with :data:`core.prompts.REPAIR`,
+cache holds the answer prompt, the answer and the verdicts) with :data:`core.prompts.REPAIR`
+(after an offline verification: the answer call's messages and the answer, with
+:data:`core.prompts.REPAIR_QUOTED`, which quotes the failed sentences),
 optionally preceded by more evidence from a re-retrieval; the reply is
 ``{"rewrites": [str × k]}`` under a JSON schema. Each rewrite replaces its sentence in the
 answer text; an empty rewrite drops it. Rewrites are then checked by the offline checker and
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core import prompts
+from core.injection import escape_quoted
 from core.llm.client import ChatClient, LLMError
 from core.verification.claims import Claim, split_claims
 from core.verification.offline import OfflineChecker
@@ -64,6 +67,17 @@ def drop_failed(answer: str, verification: Verification) -> Repair:
     return Repair(splice(answer, {v.sentence: "" for v in failed}), dropped=len(failed))
 
 
+def repair_request(failed: list, backend: str, lang: str) -> str:
+    """The repair instruction for the ``failed`` verdicts: after an endpoint verification it
+    names them by the numbers that call gave them (:data:`core.prompts.REPAIR`); after an offline
+    one (no call numbered them) it quotes them (:data:`core.prompts.REPAIR_QUOTED`)."""
+    if backend == "endpoint":
+        numbers = ", ".join(str(v.index + 1) for v in failed)
+        return prompts.REPAIR.get(lang, prompts.REPAIR["en"]).format(numbers=numbers)
+    quoted = "\n".join(f"{i}. {v.sentence}" for i, v in enumerate(failed, 1))
+    return prompts.REPAIR_QUOTED.get(lang, prompts.REPAIR_QUOTED["en"]).format(sentences=escape_quoted(quoted))
+
+
 def repair_call(llm: ChatClient, verify_messages: list[dict[str, str]], answer: str,
                 verification: Verification, documents: list[str], offline: OfflineChecker,
                 lang: str, more_evidence: str = "", user_context: str = "") -> Repair:
@@ -71,7 +85,8 @@ def repair_call(llm: ChatClient, verify_messages: list[dict[str, str]], answer: 
 
     Args:
         llm: the endpoint.
-        verify_messages: the verification call's messages with its reply (extended unchanged).
+        verify_messages: the messages extended unchanged: the verification call's with its reply
+            (endpoint back end) or the answer call's with the answer (offline back end).
         answer: the answer text the verification judged.
         verification: its verdicts.
         documents: every evidence text in citation order (the new ones appended).
@@ -85,8 +100,7 @@ def repair_call(llm: ChatClient, verify_messages: list[dict[str, str]], answer: 
     failed = verification.failed
     if not failed:
         return Repair(answer)
-    numbers = ", ".join(str(v.index + 1) for v in failed)
-    text = prompts.REPAIR.get(lang, prompts.REPAIR["en"]).format(numbers=numbers)
+    text = repair_request(failed, verification.backend, lang)
     if more_evidence:
         text = f"{prompts.MORE_EVIDENCE.get(lang, prompts.MORE_EVIDENCE['en'])}\n{more_evidence}\n\n{text}"
     messages = [*verify_messages, {"role": "user", "content": text}]
