@@ -1,8 +1,8 @@
 """``medbot chat`` and the console of ``medbot run``: the console channel wired to the front
 desk, with the same recovery as the other channels (:mod:`core.recovery`): at start, the turns
 of this console's conversation that a killed process received but never answered are claimed
-and answered (or, past :data:`core.recovery.MAX_RESUME_ATTEMPTS`, given up with an apology)
-before the first prompt."""
+and answered (or, past :data:`core.recovery.MAX_RESUME_ATTEMPTS`, given up with an apology),
+and replies it stored but never printed are printed, before the first prompt."""
 
 from __future__ import annotations
 
@@ -26,14 +26,18 @@ async def run_console(agent, settings, user: str = "local", stdin: TextIO | None
     """
     from adapters.console import ConsoleChannel
     from core.frontdesk import Frontdesk
-    from core.recovery import claim_interrupted
+    from core.recovery import claim_interrupted, claim_undelivered
 
     frontdesk = Frontdesk(agent, settings)
     console = ConsoleChannel(frontdesk, user, stdin, stdout)
+    mine = {console.session_id}
+    unsent = await asyncio.to_thread(claim_undelivered, agent.services.repo, settings.turn_stale_s,
+                                     sessions=mine)
     turns = await asyncio.to_thread(claim_interrupted, agent.services.repo, settings.turn_stale_s,
-                                    sessions={console.session_id})
-    if turns:
-        await asyncio.gather(*[frontdesk.resume(t, console.deliver) for t in turns])
+                                    sessions=mine)
+    if unsent or turns:
+        await asyncio.gather(*[frontdesk.resend(t, console.deliver) for t in unsent],
+                             *[frontdesk.resume(t, console.deliver) for t in turns])
     return await console.arun()
 
 

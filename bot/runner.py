@@ -144,7 +144,7 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
     """
     from core.frontdesk import Frontdesk
     from core.agent import Agent
-    from core.recovery import claim_interrupted
+    from core.recovery import claim_interrupted, claim_undelivered
 
     if agent is None:
         agent = Agent(settings)
@@ -160,6 +160,7 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
     http.add_ops(lambda: _readiness(agent, frontdesk))
     ops = _ops_server(settings, agent, frontdesk)
     channels = build_channels(settings, frontdesk, http)
+    unsent = await asyncio.to_thread(claim_undelivered, agent.services.repo, settings.turn_stale_s)
     interrupted = await asyncio.to_thread(claim_interrupted, agent.services.repo,
                                           settings.turn_stale_s)  # before any new message
     if http.routes:  # webhooks (polling alone serves the ops endpoints only on METRICS_PORT)
@@ -167,6 +168,7 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
     for ch in channels:
         await ch.start()
     log.info("medbot: serving %s", ", ".join(configured_channels(settings)))
+    await resend_undelivered(frontdesk, channels, unsent)
     await resume_interrupted(frontdesk, channels, interrupted)
     sweeper = asyncio.create_task(_recovery_loop(frontdesk, channels, settings, stop))
     if ready:
@@ -218,9 +220,9 @@ def _ops_server(settings: Settings, agent, frontdesk):
 
 async def _recovery_loop(frontdesk, channels: list[Any], settings: Settings,
                          stop: asyncio.Event) -> None:
-    """Every ``RECOVERY_INTERVAL_S``: claim the turns of dead processes and answer them; and
-    fold the metric files of dead processes of this host."""
-    from core.recovery import claim_interrupted, pid_alive
+    """Every ``RECOVERY_INTERVAL_S``: :func:`recovery_round`; every 60 rounds, fold the metric
+    files of dead processes of this host and collect old liveness leases."""
+    from core.recovery import pid_alive
     from core.telemetry.exposition import sweep_dead
     from storage.locks import collect_process_leases
 
@@ -233,15 +235,40 @@ async def _recovery_loop(frontdesk, channels: list[Any], settings: Settings,
         except asyncio.TimeoutError:
             pass
         try:
-            turns = await asyncio.to_thread(claim_interrupted, repo, settings.turn_stale_s)
-            if turns:
-                await resume_interrupted(frontdesk, channels, turns)
+            await recovery_round(frontdesk, channels, settings)
             rounds += 1
             if rounds % 60 == 1:
                 await asyncio.to_thread(sweep_dead, pid_alive)
                 await asyncio.to_thread(collect_process_leases, repo.engine)
         except Exception as exc:  # the database is down: the next round tries again
             log.warning("recovery round failed: %s", type(exc).__name__)
+
+
+async def recovery_round(frontdesk, channels: list[Any], settings: Settings) -> int:
+    """One round of recovery: send the replies dead processes stored and never sent
+    (:func:`core.recovery.claim_undelivered`), answer the turns of dead processes
+    (:func:`core.recovery.claim_interrupted`) and this process's own orphans
+    (:func:`core.recovery.own_orphans`: older than two rounds and held by no job here).
+    Returns how many turns it took up.
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError: the database is unreachable (the next round retries).
+    """
+    from core.recovery import claim_interrupted, claim_undelivered, own_orphans
+
+    repo = frontdesk.agent.services.repo
+    unsent = await asyncio.to_thread(claim_undelivered, repo, settings.turn_stale_s)
+    if unsent:
+        await resend_undelivered(frontdesk, channels, unsent)
+    turns = await asyncio.to_thread(claim_interrupted, repo, settings.turn_stale_s)
+    orphans = await asyncio.to_thread(own_orphans, repo, frontdesk.in_flight(),
+                                      max(10.0, 2 * settings.recovery_interval_s))
+    if orphans:
+        log.warning("recovery: %d turn(s) of this process left unanswered; running them again",
+                    len(orphans))
+    if turns or orphans:
+        await resume_interrupted(frontdesk, channels, turns + orphans)
+    return len(unsent) + len(turns) + len(orphans)
 
 
 async def resume_interrupted(frontdesk, channels: list[Any], turns: list) -> int:
@@ -257,9 +284,26 @@ async def resume_interrupted(frontdesk, channels: list[Any], turns: list) -> int
         deliver = next((d for d in (ch.deliver_to(turn.session_id) for ch in channels) if d), None)
         if deliver is None:
             await asyncio.to_thread(mark_interrupted, frontdesk.agent.services.repo, turn.id)
+            await asyncio.to_thread(frontdesk.agent.services.repo.mark_delivered, turn.id)
             metrics.RECOVERED.labels("unreachable").inc()
             continue
         frontdesk.resume(turn, deliver)
+        n += 1
+    return n
+
+
+async def resend_undelivered(frontdesk, channels: list[Any], turns: list) -> int:
+    """Send the stored reply of each turn a dead process answered and never sent (taken by
+    :func:`core.recovery.claim_undelivered`) through the channel of its session, in the
+    session's reply order; a turn no configured channel can reach is only marked delivered.
+    Returns how many replies are being sent."""
+    n = 0
+    for turn in turns:
+        deliver = next((d for d in (ch.deliver_to(turn.session_id) for ch in channels) if d), None)
+        if deliver is None:
+            await asyncio.to_thread(frontdesk.agent.services.repo.mark_delivered, turn.id)
+            continue
+        frontdesk.resend(turn, deliver)
         n += 1
     return n
 

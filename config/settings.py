@@ -146,6 +146,13 @@ class Settings(BaseSettings):
     turn_retry_s: float = Field(30.0, alias="TURN_RETRY_S", ge=0)
     process_lease_ttl_s: float = Field(10.0, alias="PROCESS_LEASE_TTL_S", ge=3)
     recovery_interval_s: float = Field(3.0, alias="RECOVERY_INTERVAL_S", gt=0)
+    # the reply order gate (core.frontdesk): a reply to a channel message is sent no sooner
+    # than REPLY_ORDER_WINDOW_S after the message reached this process (a message of the same
+    # chat sent a moment before it, still on its way to another process, arrives meanwhile),
+    # and not while an earlier message of its session is unanswered or unsent, for at most
+    # REPLY_ORDER_WAIT_S (then it is sent anyway)
+    reply_order_window_s: float = Field(2.0, alias="REPLY_ORDER_WINDOW_S", ge=0)
+    reply_order_wait_s: float = Field(120.0, alias="REPLY_ORDER_WAIT_S", ge=0)
     # /healthz, /readyz and /metrics on a port of their own as well (web: besides PORT; worker:
     # its only HTTP port, 0 = none). Default: web on PORT only, worker on 9101.
     metrics_port: int | None = Field(None, alias="METRICS_PORT", ge=0, le=65535)

@@ -118,7 +118,8 @@ class Agent:
                     **intake.meta()}
             turn_id, created = repo.add_turn_once(msg.user_id, msg.session, intake.stored,
                                                   self._lang(msg, intake),
-                                                  self._erasure_epoch(msg.user_id), meta)
+                                                  self._erasure_epoch(msg.user_id), meta,
+                                                  undelivered=True)
             if not created:  # the same delivery was written by another process meanwhile
                 old = repo.turn(turn_id)
                 return self._repeated(old) if old is not None else Accepted(turn_id, duplicate=True)
@@ -167,6 +168,22 @@ class Agent:
             reply.text = _RESUMED[lang].format(q=quote) + "\n\n" + reply.text
             reply.trace["resumed"] = True
         return reply
+
+    def stored_reply(self, turn: Turn) -> OutboundMessage:
+        """The reply stored in ``turn`` (with its sources), as sent when a dead process stored
+        it and never sent it (:func:`core.recovery.claim_undelivered`): its first line names
+        the message it answers."""
+        meta = turn.meta or {}
+        lang = turn.lang if turn.lang in ("ko", "en") else "en"
+        sources = []
+        for s in meta.get("sources") or []:
+            try:
+                sources.append(Source(**s))
+            except (TypeError, ValueError):
+                continue  # a source stored by an older version: the answer still goes
+        text = _RESUMED[lang].format(q=truncate_tokens(turn.user_text, 20)) + "\n\n" + (turn.reply or "")
+        return OutboundMessage(text=text, sources=sources, lang=lang,
+                               trace={"turn_id": turn.id, "resumed": True, "resent": True})
 
     def handle(self, msg: InboundMessage, on_event: OnEvent | None = None) -> OutboundMessage:
         """Run one turn.

@@ -20,6 +20,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -30,6 +31,7 @@ from core.messages import InboundMessage, OutboundMessage
 from core.ordering import ArrivalBoard, RateDecision, SessionSerializer, make_rate_limiter
 from core.recovery import claim, comes_before, is_interrupted, owner_leases, process_owner
 from core.telemetry import metrics
+from storage.models import as_utc, utcnow
 from storage.redis import get_redis
 from storage.repositories import Repository
 
@@ -106,6 +108,8 @@ class Frontdesk:
         self._background: set[asyncio.Future] = set()
         self._accepting: dict[str, asyncio.Future] = {}  # per session: its last write-ahead
         self._answered_ahead: set[int] = set()  # turns answered before a later one of their session
+        self._in_flight: dict[int, int] = {}  # turn id -> jobs of this process that will answer it
+        self._sending: dict[str, set[asyncio.Future]] = {}  # per session: replies being sent
 
     async def _drain(self) -> None:
         while self.serializer.pending() or self._background:
@@ -154,54 +158,177 @@ class Frontdesk:
             notice.add_done_callback(self._background.discard)
         accepted = self._write_ahead(msg, decision, on_accepted, on_stored)
         metrics.QUEUE_DEPTH.inc()
+        arrived = time.monotonic() if msg.sent_seq is not None else -math.inf
 
-        async def job() -> None:
+        async def job() -> asyncio.Future | None:
             metrics.QUEUE_DEPTH.dec()
-            if durable and getattr(await _settled(accepted), "failed", False):
-                metrics.observe_message(msg.channel, "not_stored")
-                return  # the platform was told 503 and delivers it again
-            await self._job(msg, deliver, typing, decision, accepted, live)
+            written = await _settled(accepted)
+            try:
+                if durable and getattr(written, "failed", False):
+                    metrics.observe_message(msg.channel, "not_stored")
+                    return None  # the platform was told 503 and delivers it again
+                return await self._job(msg, deliver, typing, decision, accepted, arrived, live)
+            finally:
+                if written is not None and written.turn_id is not None and not written.duplicate:
+                    self._release(written.turn_id)
 
-        return self.serializer.submit(msg.session, job, lambda: self._earlier_done(msg, accepted))
+        return _until_sent(self.serializer.submit(msg.session, job,
+                                                  lambda: self._earlier_done(msg, accepted)))
 
     def resume(self, turn, deliver: Deliver) -> asyncio.Future:
         """Answer a turn interrupted by a crash (claimed by :func:`core.recovery
         .claim_interrupted`) in its session's order, and deliver the reply."""
-        async def job() -> None:
+        async def job() -> asyncio.Future | None:
             deadline = time.monotonic() + self.settings.turn_retry_s
-            while True:
-                try:
-                    await self._resume_now(turn, deliver)
-                    return
-                except Exception as exc:  # the database is restarting: the turn is ours now
-                    if time.monotonic() > deadline:
-                        log.error("turn %s not resumed: %s", turn.id, type(exc).__name__)
-                        return
-                    await asyncio.sleep(1.0)
+            try:
+                while True:
+                    try:
+                        return await self._resume_now(turn, deliver)
+                    except Exception as exc:  # the database is restarting: the turn is ours now
+                        if time.monotonic() > deadline:
+                            log.error("turn %s not resumed: %s", turn.id, type(exc).__name__)
+                            return None  # an orphan now: the next recovery round runs it again
+                        await asyncio.sleep(1.0)
+            finally:
+                self._release(int(turn.id))
 
-        return self.serializer.submit(turn.session_id, job)
+        self._hold(int(turn.id))
+        return _until_sent(self.serializer.submit(turn.session_id, job))
 
-    async def _resume_now(self, turn, deliver: Deliver, announce: bool = True) -> bool:
+    def in_flight(self) -> frozenset[int]:
+        """Ids of the turns some job of this process will answer (written ahead here or taken
+        over, and not finished): a ``received`` turn owned by this process and not among them
+        is an orphan (:func:`core.recovery.own_orphans`)."""
+        return frozenset(self._in_flight)
+
+    def _hold(self, turn_id: int) -> None:
+        self._in_flight[turn_id] = self._in_flight.get(turn_id, 0) + 1
+
+    def _release(self, turn_id: int) -> None:
+        left = self._in_flight.get(turn_id, 0) - 1
+        if left > 0:
+            self._in_flight[turn_id] = left
+        else:
+            self._in_flight.pop(turn_id, None)
+
+    def resend(self, turn, deliver: Deliver) -> asyncio.Future:
+        """Send the stored reply of a turn whose dead owner stored it and never sent it (taken
+        by :func:`core.recovery.claim_undelivered`), in its session's reply order."""
+        reply = self.agent.stored_reply(turn)
+        metrics.RECOVERED.labels("resent").inc()
+        return self._send_in_order(int(turn.id), turn.session_id, deliver, reply, -math.inf)
+
+    async def _resume_now(self, turn, deliver: Deliver,
+                          announce: bool = True) -> asyncio.Future | None:
         """Answer a claimed turn now, unless it is no longer this process's and open (answered
-        meanwhile ahead of a later message of its session). True when it was answered."""
+        meanwhile ahead of a later message of its session). Returns the sending of its reply
+        (:meth:`_send_in_order`), or ``None`` when it was not answered."""
         fresh = await asyncio.to_thread(self.agent.services.repo.turn, turn.id)
         meta = (fresh.meta or {}) if fresh is not None else {}
         if fresh is None or fresh.reply is not None or meta.get("state") != "received" \
                 or meta.get("owner") != process_owner():
-            return False
+            return None
         t0 = time.perf_counter()
         try:
             reply = await self._run_turn(self.agent.resume, fresh, announce, taken_over=announce)
         except Exception:
             log.exception("could not resume turn %s", turn.id)
-            return False
+            return None
         channel = str(meta.get("channel") or "")
         _log_turn(channel, reply, metrics.observe_turn(channel, reply.trace,
                                                        time.perf_counter() - t0, reply.kind))
         if announce:
             metrics.RECOVERED.labels("gave_up" if reply.trace.get("interrupted") else "resumed").inc()
-        await _safe_deliver(deliver, reply)
-        return True
+        return self._send_in_order(int(fresh.id), fresh.session_id, deliver, reply, -math.inf)
+
+    # -- the reply order gate ----------------------------------------------------------------
+    def _send_in_order(self, turn_id: int | None, session: str, deliver: Deliver,
+                       reply: OutboundMessage, arrived: float) -> asyncio.Future:
+        """Send ``reply`` (to the turn ``turn_id`` of ``session``) once :meth:`_reply_gate`
+        lets it, then mark the turn delivered; runs as a task of its own (not in the
+        session's job, so a message of the session written here later, but sent earlier, can
+        run meanwhile). A reply without a turn (a command's, a notice) waits instead for the
+        replies of its session this process is still sending. An emergency reply goes at once
+        (no order is worth a second of it). ``arrived``: when the message reached this process
+        (monotonic s; ``-inf``: no window). Returns the task."""
+        pending = self._sending.setdefault(session, set())
+        earlier = list(pending) if turn_id is None else []
+        urgent = bool((reply.trace or {}).get("red_flags"))
+
+        async def send() -> None:
+            if earlier:
+                await asyncio.wait(earlier)
+            if turn_id is not None and not urgent:
+                try:
+                    await self._reply_gate(turn_id, session, arrived)
+                except Exception:  # never hold a reply back for a fault of the gate itself
+                    log.exception("reply order gate of turn %s failed", turn_id)
+            await _safe_deliver(deliver, reply)
+            if turn_id is not None:
+                await self._mark_delivered(turn_id)
+
+        task = asyncio.ensure_future(send())
+        self._background.add(task)
+        pending.add(task)
+
+        def done(t: asyncio.Future) -> None:
+            self._background.discard(t)
+            pending.discard(t)
+            if not pending and self._sending.get(session) is pending:
+                self._sending.pop(session, None)
+
+        task.add_done_callback(done)
+        return task
+
+    async def _reply_gate(self, turn_id: int, session: str, arrived: float) -> None:
+        """Wait until the reply to turn ``turn_id`` may be sent: ``REPLY_ORDER_WINDOW_S`` after
+        its message arrived, and no message of its session sent before it (by the platform's
+        order, :func:`core.recovery.comes_before`) is unanswered or unsent, or has arrived at
+        some process and is not yet written (:class:`core.ordering.ArrivalBoard`). Gives up
+        after ``REPLY_ORDER_WAIT_S`` (the reply is then sent out of order, logged)."""
+        await asyncio.sleep(max(0.0, arrived + self.settings.reply_order_window_s - time.monotonic()))
+        deadline, pause = time.monotonic() + self.settings.reply_order_wait_s, 0.05
+        while await self._earlier_unsent(turn_id, session):
+            if time.monotonic() > deadline:
+                log.warning("turn %s: an earlier message of its session still unanswered after "
+                            "%.0f s; sending its reply anyway", turn_id, self.settings.reply_order_wait_s)
+                return
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+    async def _earlier_unsent(self, turn_id: int, session: str) -> bool:
+        """True while a message of ``session`` sent before the turn ``turn_id`` has no reply
+        sent yet (see :meth:`_reply_gate`); True too while the database cannot say."""
+        repo = self.agent.services.repo
+        try:
+            mine = await asyncio.to_thread(repo.turn, turn_id)
+            if mine is None:
+                return False  # erased meanwhile
+            unsent = await asyncio.to_thread(repo.unsent_turns, session, 50)
+        except Exception as exc:  # the database is restarting: ask again
+            log.warning("reply order gate: turns unreadable (%s)", type(exc).__name__)
+            return True
+        horizon = utcnow() - timedelta(seconds=self.settings.reply_order_wait_s)
+        if any(t.id != mine.id and comes_before(t, mine) and as_utc(t.created_at) > horizon
+               for t in unsent):
+            return True
+        seq = (mine.meta or {}).get("seq")
+        return isinstance(seq, (int, float)) and self.redis is not None and await asyncio.to_thread(
+            self.arrivals.pending_before, session, float(seq))
+
+    async def _mark_delivered(self, turn_id: int) -> None:
+        """Mark a turn's reply sent, tried again for ``TURN_RETRY_S`` while the database
+        refuses the write (left unmarked, a later reply of its session would wait for it)."""
+        deadline = time.monotonic() + self.settings.turn_retry_s
+        while True:
+            try:
+                await asyncio.to_thread(self.agent.services.repo.mark_delivered, turn_id)
+                return
+            except Exception as exc:
+                if time.monotonic() > deadline:
+                    log.error("turn %s not marked delivered: %s", turn_id, type(exc).__name__)
+                    return
+                await asyncio.sleep(1.0)
 
     async def _earlier_open(self, msg: InboundMessage, turn_id: int) -> list:
         """The session's open (``received``) turns sent before the turn ``turn_id``
@@ -245,7 +372,7 @@ class Frontdesk:
         for t in await self._earlier_open(msg, turn_id):
             if (t.meta or {}).get("owner") == process_owner():
                 claimed = bool((t.meta or {}).get("attempts"))
-                if await self._resume_now(t, deliver, announce=claimed) and not claimed:
+                if await self._resume_now(t, deliver, announce=claimed) is not None and not claimed:
                     self._answered_ahead.add(int(t.id))
 
     def _write_ahead(self, msg: InboundMessage, decision: asyncio.Future,
@@ -275,6 +402,8 @@ class Frontdesk:
             accepted = None
             if verdict.allowed and msg.command is None:
                 accepted = await self._accept_retrying(msg)
+                if accepted.turn_id is not None and not accepted.duplicate:
+                    self._hold(accepted.turn_id)  # released when its job ends
             if on_stored is not None:
                 try:
                     on_stored(not (accepted is not None and accepted.failed))
@@ -355,7 +484,10 @@ class Frontdesk:
             await _safe_deliver(deliver, _notice("rate", lang_of(msg), s=secs))
 
     async def _job(self, msg: InboundMessage, deliver: Deliver, typing: Typing | None,
-                   decision: asyncio.Future, accepted: asyncio.Future, live: Live | None = None) -> None:
+                   decision: asyncio.Future, accepted: asyncio.Future,
+                   arrived: float, live: Live | None = None) -> asyncio.Future | None:
+        """Answer one message (unless refused, a duplicate, or answered ahead); returns the
+        sending of its reply (:meth:`_send_in_order`) or ``None``."""
         try:
             verdict: RateDecision = await decision
         except Exception:  # the limiter's store is down: serve rather than drop the message
@@ -364,7 +496,7 @@ class Frontdesk:
         if not verdict.allowed:
             metrics.observe_message(msg.channel, "rate_limited")
             metrics.TURNS.labels(metrics.safe_label(msg.channel), "refused").inc()
-            return
+            return None
         try:
             written = await accepted
         except Exception:  # the write-ahead is retried by the agent itself
@@ -372,12 +504,12 @@ class Frontdesk:
             written = None
         if written is not None and written.turn_id in self._answered_ahead:
             self._answered_ahead.discard(written.turn_id)  # answered first, ahead of a later one
-            return
+            return None
         if written is not None and written.duplicate:
             log.info("repeated delivery of message %s (turn %s): not answered again",
                      msg.message_id, written.turn_id)
             metrics.observe_message(msg.channel, "duplicate")
-            return
+            return None
         metrics.observe_message(msg.channel, "accepted" if written and written.turn_id else "not_stored")
         if written is not None and written.turn_id is not None:
             try:
@@ -391,7 +523,7 @@ class Frontdesk:
             log.exception("message of %s failed", msg.user_id)
             reply = _notice("failed", lang_of(msg))
             metrics.observe_turn(msg.channel, {"error": True}, 0.0, "failed")
-        await _safe_deliver(deliver, reply)
+        return self._send_in_order(msg.turn_id, msg.session, deliver, reply, arrived)
 
     async def _run_turn(self, fn: Callable[..., OutboundMessage], *args: Any,
                         typing: Typing | None = None, taken_over: bool = False,
@@ -477,6 +609,17 @@ class Frontdesk:
                 name = f.get("name_ko") if lang == "ko" and f.get("name_ko") else f["name"]
                 lines.append(f"- {name} {value} {f.get('unit', '')}".rstrip())
         return OutboundMessage(text="\n".join(lines), lang=lang, kind="command")
+
+
+def _until_sent(job: asyncio.Future) -> asyncio.Future:
+    """A future done when the session job ``job`` is done and the sending of its reply (the
+    future it returned, if any) too; it raises what the job raised."""
+    async def wait() -> None:
+        sending = await job
+        if isinstance(sending, asyncio.Future):
+            await sending
+
+    return asyncio.ensure_future(wait())
 
 
 async def _settled(fut: asyncio.Future) -> Any:

@@ -99,19 +99,27 @@ def _pid_alive(pid: int) -> bool:
 
 def is_interrupted(turn: Turn, stale_s: float, now: datetime | None = None,
                    leases: Mapping[str, float] | None = None) -> bool:
-    """True when ``turn`` was received but its owner can no longer answer it.
+    """True when ``turn`` was received but its owner can no longer answer it
+    (:func:`owner_gone`)."""
+    meta = turn.meta or {}
+    if turn.reply is not None or meta.get("state") != "received":
+        return False
+    return owner_gone(turn, stale_s, now, leases)
+
+
+def owner_gone(turn: Turn, stale_s: float, now: datetime | None = None,
+               leases: Mapping[str, float] | None = None) -> bool:
+    """True when the process that owns ``turn`` (``meta["owner"]``) can no longer answer or
+    send it.
 
     Args:
         stale_s: age (seconds) after which an owner without a lease on another host counts
             as gone.
         leases: ``{owner: lease expiry (epoch s)}`` (:func:`owner_leases`); an owner whose
             lease lapsed is gone, one whose lease is current is alive unless it is a dead
-            process of this host.
+            process of this host (or an earlier process with this pid).
     """
-    meta = turn.meta or {}
-    if turn.reply is not None or meta.get("state") != "received":
-        return False
-    owner = str(meta.get("owner") or "")
+    owner = str((turn.meta or {}).get("owner") or "")
     if owner == process_owner():
         return False  # running here
     expiry = (leases or {}).get(owner)
@@ -170,6 +178,68 @@ def claim_interrupted(repo: Repository, stale_s: float, limit: int = 1000,
     if out:
         log.warning("recovery: %d turn(s) interrupted by a crash", len(out))
     return out
+
+
+def claim_undelivered(repo: Repository, stale_s: float, limit: int = 1000,
+                      sessions: set[str] | None = None) -> list[Turn]:
+    """Find and take over the sending of replies that a dead process stored and never sent
+    (it was killed between storing the reply and handing it to the platform), oldest first.
+
+    A turn whose reply was stored more than ``stale_s`` seconds ago, or that has no reply to
+    send (failed or given up: its apology is not stored), is only marked delivered: sent that
+    late it would answer a conversation that has moved on.
+
+    Args:
+        sessions: only turns of these sessions (``None``: every session).
+    Returns:
+        The taken turns, re-read (``meta["owner"]`` is this process; ``meta["resent_from"]``
+        the dead owner): send each one's stored ``reply`` and mark it delivered.
+    """
+    out = []
+    turns = [t for t in repo.undelivered_turns(limit)
+             if sessions is None or t.session_id in sessions]
+    leases = owner_leases(repo, {str((t.meta or {}).get("owner") or "") for t in turns})
+    now = utcnow()
+    for turn in turns:
+        if not owner_gone(turn, stale_s, now, leases):
+            continue
+        if turn.reply is None and (turn.meta or {}).get("state") == "received":
+            continue  # not answered yet: claim_interrupted re-runs it
+        owner = str((turn.meta or {}).get("owner") or "")
+        stored_at = as_utc(turn.answered_at or turn.created_at)
+        if turn.reply is None or (now - stored_at).total_seconds() > stale_s:
+            repo.mark_delivered(turn.id)  # type: ignore[arg-type]
+            log.warning("recovery: the unsent reply of turn %s is too old to send", turn.id)
+            continue
+        if repo.take_delivery(turn.id, owner, {"owner": process_owner(),  # type: ignore[arg-type]
+                                               "resent_from": owner}):
+            fresh = repo.turn(turn.id)  # type: ignore[arg-type]
+            if fresh is not None:
+                out.append(fresh)
+    if out:
+        log.warning("recovery: %d stored reply(ies) of a dead process not yet sent", len(out))
+    return out
+
+
+def own_orphans(repo: Repository, in_flight: Iterable[int], min_age_s: float,
+                limit: int = 1000) -> list[Turn]:
+    """The ``received`` turns owned by this process that no job of it will answer: a turn
+    whose re-run was given up while the database was away, or a turn that an earlier process
+    with this very owner token left. They are this process's to run again (no claim needed:
+    no other process takes a turn of a live owner).
+
+    Args:
+        in_flight: ids of the turns this process's jobs hold (:meth:`core.frontdesk.Frontdesk
+            .in_flight`).
+        min_age_s: only turns written at least this long ago (a turn just written ahead is
+            registered as in flight a moment after its row is committed).
+    Returns:
+        The orphans, oldest first.
+    """
+    held, me, now = set(in_flight), process_owner(), utcnow()
+    return [t for t in repo.received_turns(limit)
+            if (t.meta or {}).get("owner") == me and t.id not in held
+            and (now - as_utc(t.created_at)).total_seconds() >= min_age_s]
 
 
 def should_resume(turn: Turn) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, LargeBinary, Text, text
+from sqlalchemy import JSON, Boolean, Column, Index, LargeBinary, Text, false, text
 from sqlmodel import Field, SQLModel
 
 
@@ -38,11 +38,15 @@ class Turn(SQLModel, table=True):
     """One user message and its reply. ``reply`` is ``None`` until the answer is stored.
 
     ``ix_turn_unanswered`` indexes only the unanswered turns (partial index), which crash
-    recovery looks through every few seconds in every web process.
+    recovery looks through every few seconds in every web process; ``ix_turn_undelivered``
+    only the turns whose reply is not yet sent to the platform (a process killed between
+    storing a reply and sending it leaves one: :func:`core.recovery.claim_undelivered`).
     """
 
     __table_args__ = (Index("ix_turn_unanswered", "id", sqlite_where=text("reply IS NULL"),
-                            postgresql_where=text("reply IS NULL")),)
+                            postgresql_where=text("reply IS NULL")),
+                      Index("ix_turn_undelivered", "id", sqlite_where=text("undelivered"),
+                            postgresql_where=text("undelivered")))
 
     id: int | None = Field(default=None, primary_key=True)
     user_id: str = Field(index=True, foreign_key="user.id", max_length=200)
@@ -54,6 +58,12 @@ class Turn(SQLModel, table=True):
     answered_at: datetime | None = None
     cache_hit: bool = False
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    undelivered: bool = Field(default=False, sa_column=Column(Boolean, nullable=False,
+                                                              server_default=false()))
+    """True from the write-ahead of a channel's message (:meth:`core.agent.Agent.accept`) until
+    its reply (or apology) was handed to the platform; a turn of a dead process still True
+    with a stored reply is sent by a live one (:func:`core.recovery.claim_undelivered`), and
+    later replies of its session wait for it (the reply order gate of :mod:`core.frontdesk`)."""
     summary_id: int | None = Field(default=None, index=True)
     """The :class:`MemorySummary` that compressed this turn; set in the same transaction that
     stores the summary, so a turn is marked only once its summary is committed."""

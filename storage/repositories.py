@@ -61,13 +61,17 @@ class Repository:
 
     def add_turn_once(self, user_id: str, session_id: str, text: str, lang: str,
                       epoch: int | None = None, meta: dict[str, Any] | None = None,
-                      unique: bool = True) -> tuple[int, bool]:
+                      unique: bool = True, undelivered: bool = False) -> tuple[int, bool]:
         """:meth:`add_turn`, unless the session already has a turn for the same platform
         message (``meta["message_id"]``, last day): then nothing is written.
 
         The look-up runs inside the write, after the user's erasure lock (Postgres advisory
         lock; SQLite's write lock), so two processes given the same delivery at once write
         one turn.
+
+        Args:
+            undelivered: the reply will be sent to a platform (``Turn.undelivered`` until
+                :meth:`mark_delivered`).
 
         Returns:
             ``(turn id, created)``: the new turn's id and True, or the earlier turn's and False.
@@ -88,7 +92,7 @@ class Repository:
                     s.rollback()
                     return int(old), False
             turn = Turn(user_id=user_id, session_id=session_id, user_text=text, lang=lang,
-                        meta=dict(meta or {}))
+                        meta=dict(meta or {}), undelivered=undelivered)
             s.add(turn)
             s.flush()
             if subject is not None:
@@ -157,6 +161,45 @@ class Repository:
             if before_id is not None:
                 q = q.where(col(Turn.id) < before_id)
             return list(s.exec(q.order_by(col(Turn.id)).limit(limit)).all())
+
+    def mark_delivered(self, turn_id: int) -> None:
+        """The reply of a turn was handed to the platform: ``undelivered`` becomes False (a
+        turn erased meanwhile is no error)."""
+        with Session(self.engine) as s:
+            s.exec(update(Turn).where(col(Turn.id) == turn_id)  # type: ignore[call-overload]
+                   .where(col(Turn.undelivered)).values(undelivered=False))
+            s.commit()
+
+    def undelivered_turns(self, limit: int = 1000) -> list[Turn]:
+        """Turns whose reply is not yet sent (``undelivered``), oldest first; reads the partial
+        index ``ix_turn_undelivered``."""
+        with Session(self.engine) as s:
+            q = select(Turn).where(col(Turn.undelivered)).order_by(col(Turn.id)).limit(limit)
+            return list(s.exec(q).all())
+
+    def unsent_turns(self, session_id: str, limit: int = 50) -> list[Turn]:
+        """A session's turns whose reply the user has not got yet: still being answered (no
+        reply, state ``received``) or answered and not yet sent (``undelivered``), oldest
+        first. The reply order gate waits for the earlier ones."""
+        with Session(self.engine) as s:
+            open_ = (col(Turn.reply).is_(None)) & (Turn.meta["state"].as_string() == "received")  # type: ignore[index]
+            q = (select(Turn).where(Turn.session_id == session_id)
+                 .where(or_(col(Turn.undelivered), open_)).order_by(col(Turn.id)).limit(limit))
+            return list(s.exec(q).all())
+
+    def take_delivery(self, turn_id: int, if_owner: str, changes: dict[str, Any]) -> bool:
+        """Merge ``changes`` into the ``meta`` of an undelivered turn whose ``meta["owner"]``
+        is still ``if_owner`` (a compare-and-set: of two processes taking over the sending of
+        a dead process's reply, one wins). True when this call took it."""
+        with Session(self.engine) as s:
+            turn = s.get(Turn, turn_id)
+            if turn is None or not turn.undelivered:
+                return False
+            q = (update(Turn).where(col(Turn.id) == turn_id).where(col(Turn.undelivered))
+                 .where(Turn.meta["owner"].as_string() == if_owner))  # type: ignore[index]
+            res = s.exec(q.values(meta={**(turn.meta or {}), **changes}))  # type: ignore[call-overload]
+            s.commit()
+            return bool(res.rowcount)
 
     def update_turn_meta(self, turn_id: int, changes: dict[str, Any],
                          if_owner: str | None = None) -> bool:

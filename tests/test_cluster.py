@@ -245,3 +245,147 @@ def test_bench_scores_lost_duplicates_order_and_recovery():
     assert held == ["u001m00", "u001m02"]
     assert sc.recovered_s(held, 12.5, led) == 1.5
     assert sc.out_of_arrival_order(led.order, routed) == 1
+
+
+# -- a reply stored and never sent -----------------------------------------------------------
+def _seed(repo, session: str, owner: str, reply: str | None, state: str, age_s: float = 1.0) -> int:
+    """A turn written ahead by ``owner`` (undelivered), with ``reply`` stored when given."""
+    from sqlmodel import Session as DbSession
+
+    tid, _ = repo.add_turn_once("telegram:5", session, "What is metformin?", "en", None,
+                                {"state": "received", "owner": owner, "channel": "telegram",
+                                 "role": "patient"}, unique=False, undelivered=True)
+    if reply is not None:
+        repo.set_reply(tid, reply, False, {"sources": []})
+    if state != "answered":
+        repo.update_turn_meta(tid, {"state": state})
+    with DbSession(repo.engine) as s:  # backdate it
+        turn = s.get(Turn, tid)
+        turn.created_at = utcnow() - timedelta(seconds=age_s)
+        if turn.answered_at is not None:
+            turn.answered_at = turn.created_at
+        s.add(turn)
+        s.commit()
+    return tid
+
+
+def test_a_dead_process_stored_unsent_reply_is_taken_once(db_url):
+    """A reply stored by a process that died before sending it is taken over by a live
+    process, once (compare-and-set), unless it is too old or has nothing to send; replies of
+    live processes and sent ones are left alone."""
+    from core import recovery
+    from storage.db import make_engine
+    from storage.repositories import Repository
+
+    repo = Repository(make_engine(db_url))
+    dead = f"{recovery.host_id()}:999999999:dead"  # a gone process of this host
+    unsent = _seed(repo, "telegram:chat:5", dead, "Metformin lowers glucose.", "answered")
+    live = _seed(repo, "telegram:chat:6", recovery.process_owner(), "Still sending.", "answered")
+    old = _seed(repo, "telegram:chat:7", dead, "Long ago.", "answered", age_s=1000)
+    failed = _seed(repo, "telegram:chat:8", dead, None, "failed")
+    running = _seed(repo, "telegram:chat:9", dead, None, "received")  # claim_interrupted's
+    assert not repo.take_delivery(unsent, "someone-else", {"owner": "x"})
+    taken = recovery.claim_undelivered(repo, stale_s=900)
+    assert [t.id for t in taken] == [unsent]
+    assert taken[0].meta["owner"] == recovery.process_owner() and taken[0].meta["resent_from"] == dead
+    assert taken[0].reply == "Metformin lowers glucose."
+    assert recovery.claim_undelivered(repo, stale_s=900) == []  # ours now: taken once
+    assert [t.id for t in repo.undelivered_turns()] == [unsent, live, running]  # old, failed: marked
+    assert repo.turn(old).undelivered is False and repo.turn(failed).undelivered is False
+    repo.mark_delivered(unsent)
+    assert repo.turn(unsent).undelivered is False
+    assert [t.id for t in repo.unsent_turns("telegram:chat:9")] == [running]
+    repo.engine.dispose()
+
+
+def test_a_reply_stored_but_never_sent_is_sent_by_the_next_process(tmp_path, default_index):
+    """``medbot run`` killed with SIGKILL after storing a reply and before Telegram took it
+    (``sendMessage`` stalled): the next process sends the stored reply, once."""
+    chat = 770_101
+    with FakeTelegramServer() as tg, FakeOpenAIServer(delay_s=0.05) as llm:
+        env = medbot_env(tmp_path, default_index)
+        env.update(TELEGRAM_BOT_TOKEN="1:A", TELEGRAM_API_URL=tg.base_url,
+                   MEDCAT_PACKS_DIR=str(CACHE / "medcat"), OPENAI_BASE_URL=llm.base_url,
+                   OPENAI_API_KEY="sk-test", LLM_MODEL="fake-model")
+        tg.stall("sendMessage")
+        first = subprocess.Popen([MEDBOT, "run"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)
+        try:
+            tg.wait_for(lambda f: bool(f.calls_to("getUpdates")), 240)
+            tg.push_text(chat, chat, "What are the side effects of metformin?")
+            assert tg.stalled_calls.wait(180), "the reply was never sent"
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait(30)
+        turns = _chat_turns(tmp_path / "medbot.db", chat)
+        assert len(turns) == 1 and turns[0].reply and turns[0].undelivered
+        tg.unstall()  # the killed process's call fails: Telegram never took it
+        second = subprocess.Popen([MEDBOT, "run"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            tg.wait_sent(chat, 1, 240)
+            time.sleep(3)  # room for a wrong second reply
+        finally:
+            second.send_signal(signal.SIGTERM)
+            try:
+                err = second.communicate(timeout=90)[1]
+            except subprocess.TimeoutExpired:
+                second.kill()
+                err = ""
+    sent = tg.sent(chat)
+    assert len(sent) == 1, err[-2000:]
+    assert sent[0]["text"].startswith("Here is the answer to the message you sent before a restart")
+    assert turns[0].reply.split()[0] in sent[0]["text"]
+    (turn,) = _chat_turns(tmp_path / "medbot.db", chat)
+    assert turn.undelivered is False and turn.meta["resent_from"] == turns[0].meta["owner"]
+
+
+def _chat_turns(db, chat: int) -> list[Turn]:
+    from sqlmodel import Session, select
+
+    from storage.db import raw_engine
+
+    engine = raw_engine(f"sqlite:///{db}")
+    try:
+        with Session(engine) as s:
+            return list(s.exec(select(Turn).where(Turn.session_id == f"telegram:chat:{chat}")
+                               .order_by(Turn.id)).all())
+    finally:
+        engine.dispose()
+
+
+# -- own orphans -----------------------------------------------------------------------------
+def test_a_turn_of_this_process_that_no_job_answers_is_run_again(agent, tmp_path):
+    """A received turn owned by this very process (its re-run given up while the database
+    was away, or left by an earlier process with the same owner token) that no job here holds
+    is answered by the next recovery round; a turn a job holds is left to that job."""
+    from bot.runner import recovery_round
+    from core import recovery
+    from core.frontdesk import Frontdesk
+    from conftest import make_settings
+
+    repo = agent.services.repo
+    settings = make_settings(tmp_path)
+    orphan = _seed(repo, "telegram:chat:41", recovery.process_owner(), None, "received", age_s=60)
+    held = _seed(repo, "telegram:chat:42", recovery.process_owner(), None, "received", age_s=60)
+    sent: list[tuple[str, str]] = []
+
+    class Channel:
+        def deliver_to(self, session_id: str):
+            async def deliver(reply) -> None:
+                sent.append((session_id, reply.text))
+            return deliver
+
+    async def main() -> int:
+        fd = Frontdesk(agent, settings, redis=None)
+        fd._hold(held)  # a job of this process will answer it
+        n = await recovery_round(fd, [Channel()], settings)
+        fd._release(held)
+        await fd.close(120)
+        return n
+
+    assert asyncio.run(main()) == 1
+    assert [s for s, _ in sent] == ["telegram:chat:41"]
+    assert repo.turn(orphan).reply and repo.turn(orphan).meta["state"] == "answered"
+    assert repo.turn(orphan).undelivered is False
+    assert repo.turn(held).reply is None

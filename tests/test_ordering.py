@@ -252,3 +252,50 @@ def test_shutdown_refuses_new_messages_politely(llm_agent, tmp_path):
 
     assert asyncio.run(main()) is None
     assert "restarting" in replies[0][1]
+
+
+HOLD = "HOLD-ORDER"
+
+
+def test_a_reply_is_not_sent_before_the_reply_to_a_message_sent_before_it(llm, llm_agent, tmp_path):
+    """Two processes (two front desks on one database): the second message of a chat reaches
+    process A first and is answered at once; the first, slower on its way, reaches process B
+    0.3 s later and is still being answered. A's reply waits for B's: the user gets the
+    replies in the order they wrote the messages."""
+    settings = make_settings(tmp_path, REPLY_ORDER_WINDOW_S="1")
+    session, user = "telegram:chat:51", "telegram:51"
+    first = InboundMessage(channel="telegram", user_id=user, session_id=session, message_id="501",
+                           sent_seq=501, text=f"first: what is metformin? {HOLD}")
+    second = InboundMessage(channel="telegram", user_id=user, session_id=session, message_id="502",
+                            sent_seq=502, text="second: what is insulin?")
+    replies, deliver_for = _collector()
+    repo = llm_agent.services.repo
+
+    async def main() -> list[str]:
+        a = Frontdesk(llm_agent, settings, redis=None)
+        b = Frontdesk(llm_agent, settings, redis=None)
+        llm.hold(HOLD)
+        try:
+            done_second = await a.submit(second, deliver_for("second"))
+            await asyncio.sleep(0.3)
+            done_first = await b.submit(first, deliver_for("first"))
+            assert await asyncio.to_thread(llm.held.wait, 60), "the first turn never reached the LLM"
+            for _ in range(600):  # the second message is answered (its reply stored)
+                turn = await asyncio.to_thread(repo.turn_by_message, session, "502")
+                if turn is not None and turn.reply:
+                    break
+                await asyncio.sleep(0.1)
+            assert turn is not None and turn.reply and turn.undelivered
+            await asyncio.sleep(1.5)  # past the window: only the first message holds it back
+            early = [who for who, _ in replies]
+        finally:
+            llm.unhold()
+        await asyncio.wait_for(asyncio.gather(done_first, done_second), 120)
+        await a.close(30)
+        await b.close(30)
+        return early
+
+    early = asyncio.run(main())
+    assert early == [], "the second reply was sent before the first"
+    assert [who for who, _ in replies] == ["first", "second"]
+    assert all(not t.undelivered for t in repo.recent_turns(user, 10))

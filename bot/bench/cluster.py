@@ -59,7 +59,7 @@ class Cluster:
         """The environment of a medbot process of this run."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TELEGRAM_", "SLACK_"))}
         env.update(
-            DATABASE_URL=self.db_url, REDIS_URL=self.redis.url(6), PORT=str(port),
+            DATABASE_URL=self.db_url, REDIS_URL=self.redis.url(), PORT=str(port),
             HTTP_HOST="127.0.0.1", OPENAI_BASE_URL=self.fakes["llm"].base_url,
             OPENAI_API_KEY="sk-bench", LLM_MODEL="bench-model",
             TELEGRAM_BOT_TOKEN="123456:BENCH", TELEGRAM_API_URL=self.fakes["telegram"].base_url,
@@ -224,6 +224,10 @@ async def run_scenario(cluster: Cluster, lb, fakes: dict, n: int, users: int, ro
               "platform_retries": sc.retries(ledger, t0, time.monotonic()),
               "metrics": _metric_summary(page, people)}
     if faults:
+        kill = fault_log.get("kill_web", {})
+        if kill.get("pid"):
+            kill["db_held"] = await asyncio.to_thread(
+                killed_turn_tags, cluster.db_url, f"bench-{cluster.name}-web-0:{kill['pid']}:")
         result["faults"] = _fault_figures(fault_log, ledger, lb, t0)
     result["out_of_arrival_order"] = sc.out_of_arrival_order(ledger.order, lb.routed)
     result["answered_during_drain"] = sum(1 for r in ledger.replies.values() if r and r[0] > waited_at)
@@ -248,18 +252,43 @@ def _metric_summary(page: str, people: list[User]) -> dict[str, Any]:
             "user_ids_in_metrics": [i for i in ids if i in labels]}
 
 
+def killed_turn_tags(db_url: str, owner_prefix: str) -> list[str]:
+    """The tags of the turns the killed process held when it died, read from the run's
+    database: turns taken over from it (``meta.taken_from``), whose unsent reply was sent by
+    another (``meta.resent_from``), or still owned by it unanswered or unsent (never taken).
+
+    Args:
+        db_url: the run's SQLAlchemy URL (``postgresql+psycopg://``).
+        owner_prefix: ``<host id>:<pid>:`` of the killed process's owner token.
+    """
+    import psycopg
+
+    from bot.bench.cluster_users import TAG
+
+    like = owner_prefix + "%"  # host ids and pids hold no LIKE wildcards
+    with psycopg.connect(db_url.replace("postgresql+psycopg://", "postgresql://")) as conn:
+        rows = conn.execute(
+            "SELECT user_text FROM turn WHERE meta->>'taken_from' LIKE %(p)s "
+            "OR meta->>'resent_from' LIKE %(p)s "
+            "OR (meta->>'owner' LIKE %(p)s AND (reply IS NULL OR undelivered))", {"p": like}).fetchall()
+    return sorted({tag for (text,) in rows for tag in TAG.findall(text or "")})
+
+
 def _fault_figures(log: dict[str, dict], ledger: Ledger, lb, t0: float) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, info in log.items():
         at = info.get("killed_at", info["at"])
         figures = {"at_s": round(at - t0, 1), **{k: v for k, v in info.items()
-                                                  if k not in ("at", "killed_at")}}
+                                                  if k not in ("at", "killed_at", "db_held")}}
         figures.update(sc.score(ledger, sc.window_tags(ledger, at + WINDOW_S[0], at + WINDOW_S[1])))
         figures["platform_retries"] = sc.retries(ledger, at + WINDOW_S[0], at + WINDOW_S[1])
         if name == "kill_web":
-            held = sc.held_by(lb.routed, "web-0", at, ledger)
-            figures["held_turns"] = len(held)
+            acked = sc.held_by(lb.routed, "web-0", at, ledger)
+            held = sorted(set(acked) | {t for t in info.get("db_held", [])
+                                        if not any(r <= at for r in ledger.replies.get(t, []))})
+            figures["held_turns"], figures["held_acked"] = len(held), len(acked)
             figures["recovered_s"] = sc.recovered_s(held, at, ledger)
+            figures["held_unanswered"] = [t for t in held if not ledger.replies.get(t)][:20]
             figures.update(sc.recovery_spread(held, at, ledger))
         out[name] = figures
     return out
@@ -325,7 +354,7 @@ async def _all_runs(root, pg, redis, fakes, plan, users, rounds, burst, slack_sh
     try:
         for name, n, with_faults in plan:
             db_url = pg.create_database(f"bench_{name}")
-            redis_lib.Redis.from_url(redis.url(6)).flushdb()
+            redis_lib.Redis.from_url(redis.url()).flushdb()
             cluster = Cluster(root, pg, redis, fakes, lb.port, db_url, name)
             try:
                 runs[name] = await run_scenario(cluster, lb, fakes, n, users, rounds, burst,

@@ -115,7 +115,8 @@ class PrivateRedis:
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen | None = None
 
-    def url(self, db: int = 6) -> str:
+    def url(self, db: int = 8) -> str:
+        """The URL of database ``db`` of this server (the bench uses 8)."""
         return f"redis://127.0.0.1:{self.port}/{db}"
 
     def start(self) -> "PrivateRedis":

@@ -21,6 +21,8 @@ entities); otherwise HTTP 400 "Bad Request: can't parse entities: ...".
 Test helpers: :meth:`FakeTelegramServer.push_text` queues a user's message as an update (polling)
 or :meth:`deliver_webhook` POSTs it to the registered webhook like Telegram does;
 :meth:`fail_next` makes the next call of a method fail with HTTP 429 and ``retry_after``;
+:meth:`stall` holds every call of a method until :meth:`unstall` (a bot killed meanwhile never
+got it through: each stalled call then fails with HTTP 502 and is recorded as failed);
 :meth:`wait_for` blocks until the bot has sent what the test expects (no sleeps).
 """
 
@@ -185,6 +187,8 @@ class FakeTelegramServer:
         self.drafts: dict[int, dict[str, Any]] = {}  # chat id -> the draft on screen
         self._updates: list[dict[str, Any]] = []
         self._failures: dict[str, list[tuple[int, int]]] = {}
+        self._stalled: dict[str, threading.Event] = {}
+        self.stalled_calls = threading.Event()
         self._cond = threading.Condition()
         self._next_update = 1
         self._next_message = 1000
@@ -268,6 +272,20 @@ class FakeTelegramServer:
         with self._cond:
             self._failures.setdefault(method, []).extend([(status, retry_after)] * times)
 
+    def stall(self, method: str) -> None:
+        """Hold every call of ``method`` until :meth:`unstall`; :attr:`stalled_calls` is set
+        when one arrives."""
+        with self._cond:
+            self._stalled[method] = threading.Event()
+            self.stalled_calls.clear()
+
+    def unstall(self) -> None:
+        """Let the stalled calls go (each fails with HTTP 502) and stall no more."""
+        with self._cond:
+            stalled, self._stalled = self._stalled, {}
+        for event in stalled.values():
+            event.set()
+
     def sent(self, chat_id: int | None = None) -> list[dict[str, Any]]:
         """Parameters of the successful ``sendMessage`` calls (to ``chat_id`` if given)."""
         with self._cond:
@@ -311,6 +329,13 @@ class FakeTelegramServer:
 
     # -- the API ---------------------------------------------------------------------------
     def _call(self, method: str, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self._cond:
+            stall = self._stalled.get(method)
+        if stall is not None:
+            self.stalled_calls.set()
+            stall.wait()
+            self._record(method, params, False)
+            return 502, {"ok": False, "error_code": 502, "description": "Bad Gateway"}
         with self._cond:
             failures = self._failures.get(method)
             failure = failures.pop(0) if failures else None
