@@ -53,16 +53,20 @@ NO_WAKING = [
     r"\bstop(?:s)?\s+breathing\b|\bheart\s+(?:to\s+)?stop\b|\bmake\s+(?:my|the)\s+heart\s+stop\b|\bnot\s+be\s+(?:here|around|found)\b|\bnobody\s+finds\s+me\b|\bfind\s+me\s+asleep\b"
     r"|\b(?:till|until)\s+it'?s\s+too\s+late\b|\bend\s+it\b|\bnot\s+doing\s+this\s+any\s*more\b|\bface\s+tomorrow\b|\blethal\b.{0,20}\b(?:for\s+me|myself|asking\s+for\s+me)\b",
     r"안\s*깨(?:어나|어날|나|냐|지|고|요|어요)|깨지\s*(?:않|말|못)|못\s*깨(?:어나|워|어날)|다시는?\s*(?:안|못)\s*깨|영원히\s*(?:잠들|잠|자)|아침이\s*안\s*(?:올|오|왔)"
-    r"|(?:안|못)\s*일어나|심장이\s*(?:멈|서)|그대로\s*(?:갈|가|떠나)|발견될\s*(?:때|쯤)|아무도\s*못\s*깨|고통\s*없이|주무시다\s*(?:가|떠나)",
+    r"|(?:안|못)\s*일어나|심장이\s*(?:멈|서)|(?:자다가|잠든\s*채로?|잠결에)\s*그대로\s*(?:갈|가|떠나)|발견될\s*(?:때|쯤)|아무도\s*못\s*깨|고통\s*없이|주무시다\s*(?:가|떠나)",
 ]
 
 SAFE_DOSING = [
     r"\bfor\s+(?:a|my|our|the)\s+(?:\d+\s*(?:year|yr|month)s?[- ]old|child|kid|toddler|baby|infant|teen\w*)\b|\bmax(?:imum)?\s+(?:daily\s+)?(?:dose|amount)\b|\b(?:daily|dose)\s+limit\b|\bceiling\b"
     r"|\bsafe(?:ly)?\b|\b(?:normal|usual|recommended|allowed|correct)\s+(?:dose|amount|gap|limit)\b|\bbetween\s+doses\b|\binstead\s+of\s+one\b|\bby\s+mistake\b|\baccidentally\b"
     r"|\b(?:as\s+(?:her|his|their)\s+carer|caring\s+for|i\s+look\s+after|home\s+carer|i\s+give\s+(?:my|him|her))\b|\brepeat\s+prescription\b|\brefill\b|\brenew\b|\bprescription\s+ran\s+out\b",
-    r"최대|안전(?:한|하게)?|한계|상한|정량|권장\s*용량|복용\s*간격|간격|실수로|깜빡|모르고|간병|모시고|보호자|요양보호사|챙겨\s*드리|처방(?:받|이|을)|아이|아기|어린이",
+    r"최대|안전(?:한|하게)?|한계|상한|정량|권장\s*용량|복용\s*간격|간격|실수로|깜빡|간병|모시고|보호자|요양보호사|챙겨\s*드리|처방(?:받|이|을)"
+    r"|(?:아이|아기|어린이|애)(?:용|\s*용량|\s*해열제|\s*시럽|한테\s*(?:몇|얼마)|에게\s*(?:몇|얼마))|(?:\d+|한|두|세|네|다섯|여섯|일곱)\s*(?:살|세)\s*(?:아이|아기|애)?\s*(?:해열제|시럽|타이레놀|약)",
 ]
 
+_TAKEN = re.compile(r"\b(?:swallowed|took|taken|downed|necked|has\s+had)\s+(?:a|the|an|all|every|\d+|his|her|my)\b|(?:먹었|삼켰|드셨|먹은\s*것\s*같)", re.I)
+"""A dose already taken ("swallowed a whole strip", "한 통 다 먹었어요"): a statement for the
+overdose signs, not an amount asked about."""
 _PAST = re.compile(
     r"\b(?:years?|months?)\s+ago\b|\blast\s+year\b|\bback\s+when\b|\bused\s+to\b|\bin\s+(?:19|20)\d\d\b|\bwhen\s+(?:i|she|he)\s+was\b|\ba\s+long\s+time\s+ago\b|\bafter\s+my\s+overdose\b"
     r"|\b(?:survived|had|took)\s+an?\s+overdose\b|\b(?:two|three|\d+)\s+years\s+clean\b|전에|작년|예전에|한때|적이?\s*있|었었|했었|였었|때\s", re.I)
@@ -96,6 +100,8 @@ def lethal_reason(text: str, sentence: str, sign: str, matched: str = "") -> str
     """
     if sign == "safe_dosing":
         return None
+    if sign == "amount_q" and _TAKEN.search(sentence):
+        return "past"
     if past_and_recovered(text, sentence):
         return "past"
     if _DENIED.search(text):

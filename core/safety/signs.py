@@ -286,6 +286,7 @@ SIGNS: dict[str, list[str]] = {
     ],
     # --- poisoning and overdose ---
     "overdose": [r"\b(?:drank|swallowed|ate|drunk)\b.{0,25}\bdishwasher\s+(?:liquid|gel|powder|detergent|rinse)\b", r"\b(?:swallowed|took|taken)\s+(?:a\s+load|loads|a\s+lot|a\s+bunch|lots)\s+of\s+(?:her|his|my)\s+\w+|\b(?:necked|downed)\s+(?:a\s+)?(?:whole\s+)?(?:pack|box|bottle|strip)\b|\brinse\s+aid\b|(?:세제|락스|약).{0,8}입에\s*넣", r"\bswallow\w*\b.{0,45}\bbatter(?:y|ies)\b|(?:시계|리모컨|동그란|단추).{0,15}(?:건전지|배터리)(?:를|을)?\s*(?:삼켰|삼킨|먹었)", 
+        r"\b(?:swallowed|took|taken|downed|necked)\s+(?:a|the|an)\s+(?:whole|entire|full)\s+(?:strip|box|bottle|pack|packet|blister|tub)\b|(?:한|두)\s*통(?:을|를)?\s*(?:다|전부)\s*(?:먹었|삼켰|드셨)",
         r"\b(?:1[5-9]|[2-9]\d)\s+(?:tablets|pills|capsules|caps|tabs)\b.{0,20}\b(?:since|today|in\s+(?:a|one)\s+day|over\s+the\s+day|at\s+once)\b|\bdoubl\w*\s+up\b.{0,40}\b(?:1[5-9]|[2-9]\d)\s+(?:tablets|pills)",
         r"(?:네|다섯|여섯|일곱|여덟|아홉|열|열두|열다섯|스무|서른|몇|[4-9]|\d{2,})\s*알\s*(?:넘게|이상|정도|쯤)?\s*(?:을|를)?\s*(?:다\s*)?(?:먹었|삼켰|드셨|먹은|삼킨|먹엇)",
         r"(?:농약|락스|세제|살충제|제초제|부동액|표백제|세척제|세정제).{0,25}(?:드셨|마셨|먹었|삼켰|마신|먹은|마셔)",

@@ -79,6 +79,7 @@ MEANS = [
     r"\b(?:pills|tablets|meds)\s+(?:are\s+)?in\s+my\s+(?:bag|pocket|car)\b|\btook\s+all\s+the\s+(?:tablets|pills|meds)\s+from\b|\b(?:saved|hoarding|hoarded|stockpiled|saving)\s+(?:up\s+)?(?:his|her|my|their)\s+(?:\w+\s+)?(?:tablets|pills|meds)\b|\b(?:\w+'s\s+)?(?:pills|tablets|meds)\s+to\s+myself\b|\b(?:box\s+of\s+)?razor\s+blades\b|\bgot\s+the\s+blades\b"
     r"|\b(?:floor|crossing|car\s+park|bridge|platform|roof)\b.{0,30}\bno\s+(?:barrier|fence|railing)\b|\bno\s+(?:barrier|fence|railing)\s+(?:at|on)\s+(?:that|the)\b|\bwhich\s+train\s+passes\b|\bpicked\s+the\s+(?:spot|place|bridge|cliff)\b|\bthe\s+bridge\s+is\s+quiet\b",
     r"(?:트렁크|창고|차고|다락|옷장|침대\s*밑|차|베란다)(?:에|에서)\s*(?:새\s*)?(?:밧줄|줄|끈)|(?:밧줄|줄|끈)(?:은|는|을|를|도|이)?\s*(?:차\s*)?(?:트렁크|창고|차고|다락|옷장|가방|침대\s*밑)(?:에|에서)|(?:밧줄|줄|끈)(?:도|을|를)?\s*(?:샀|사\s*놨)|맞는\s*(?:끈|줄|호스)|안에서\s*잠기",
+    r"\b(?:in|inside)\s+the\s+(?:car|van)\s+in\s+the\s+(?:garage|shed)\b.{0,40}\bengine\s+(?:running|on)\b|\bengine\s+running\b.{0,30}\b(?:garage\s+(?:door\s+)?(?:shut|closed)|in\s+the\s+garage)\b|차고.{0,20}(?:시동(?:을)?\s*(?:켜|걸)|배기가스)",
     r"\bbag\s+of\s+charcoal\b|\bgot\b.{0,20}\ba\s+rope\b|번개탄.{0,10}(?:사\s*놨|샀|사\s*뒀)|(?:다리|옥상|철로|선로)(?:에|에는)?\s*사람\s*(?:이\s*)?없",
     r"(?:사냥총|엽총|총)(?:이|을|은)?\s*(?:창고|차|트렁크|차고)에|(?:엽총|사냥총|총)(?:을|를)\s*꺼내|농약.{0,10}(?:숨겨|싱크대)|면도날(?:을|를|도)?\s*(?:몇\s*개|한\s*상자)?\s*(?:사|샀)|난간이?\s*없는|사람\s*없는지\s*봐\s*뒀|(?:선로|건널목|철로).{0,15}(?:시간|외웠|봐\s*뒀)"
     r"|약(?:은|을|도)?\s*(?:가방에\s*)?다\s*챙겼|집에\s*있는\s*약\s*다|(?:약|심장약|혈압약)(?:을|를)?\s*(?:안\s*(?:드시고|먹고)\s*)?모으|약\s*다\s*제\s*거",
