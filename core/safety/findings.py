@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.safety.framing import Framing, mask
-from core.safety.lethal import LETHAL_SIGNS, lethal_reason, past_and_recovered, sleep_figure
+from core.safety.lethal import LETHAL_SIGNS, lethal_reason, past_and_recovered, sleep_figure, sleep_through_night
 from core.safety.signs import compiled
 
 # -- context of a sign -------------------------------------------------------------------------
@@ -413,6 +413,8 @@ def _framed(text: str, start: int, end: int, sign: str) -> str | None:
         return "past"
     if sign == "suicidal" and sleep_figure(text, sentence, text[start:end]):
         return "joke"
+    if sign == "suicidal" and sleep_through_night(sentence, text[start:end]):
+        return "mild"
     if sign == "overdose" and _OVERDOSE_NOUN.fullmatch(text[start:end].strip()) and _DOSE_QUESTION.search(sentence) \
             and not _INGESTED.search(sentence):
         return "question"

@@ -57,7 +57,7 @@ NO_WAKING = [
 ]
 
 SAFE_DOSING = [
-    r"\bfor\s+(?:a|my|our|the)\s+(?:\d+\s*(?:year|yr|month)s?[- ]old|child|kid|toddler|baby|infant|teen\w*)\b|\bmax(?:imum)?\s+(?:daily\s+)?(?:dose|amount)\b|\b(?:daily|dose)\s+limit\b|\bceiling\b"
+    r"\bfor\s+(?:a|my|our|the)\s+(?:\d+\s*(?:year|yr|month)s?[- ]old|child|kid|toddler|baby|infant|teen\w*)\b|\bmax(?:imum)?\s+(?:daily\s+)?(?:dose|amount|number)\b|\b(?:daily|dose)\s+limit\b|\bceiling\b"
     r"|\bsafe(?:ly)?\b|\b(?:normal|usual|recommended|allowed|correct)\s+(?:dose|amount|gap|limit)\b|\bbetween\s+doses\b|\binstead\s+of\s+one\b|\bby\s+mistake\b|\baccidentally\b"
     r"|\b(?:as\s+(?:her|his|their)\s+carer|caring\s+for|i\s+look\s+after|home\s+carer|i\s+give\s+(?:my|him|her))\b|\brepeat\s+prescription\b|\brefill\b|\brenew\b|\bprescription\s+ran\s+out\b",
     r"최대|안전(?:한|하게)?|한계|상한|정량|권장\s*용량|복용\s*간격|간격|실수로|깜빡|간병|모시고|보호자|요양보호사|챙겨\s*드리|처방(?:받|이|을)"
@@ -108,7 +108,7 @@ def lethal_reason(text: str, sentence: str, sign: str, matched: str = "") -> str
         return "negated"
     if sign == "no_waking" and sleep_figure(text, sentence, matched or "wake"):
         return "joke"
-    if sign == "no_waking" and re.search(r"wak|깨", matched, re.I) and _INSOMNIA.search(sentence) and not re.search(r"영원히|for\s+good|forever|permanently|never", sentence, re.I):
+    if sign == "no_waking" and sleep_through_night(sentence, matched):
         return "mild"
     return None
 
@@ -123,6 +123,14 @@ def sleep_figure(text: str, sentence: str, matched: str) -> bool:
     amount named. Takes the message, the sentence and the matched phrase."""
     return bool(_SLEEP_WORDS.search(matched)) and not _has_means(text) and \
         bool(_LAUGH.search(text) or _BOUNDED.search(sentence))
+
+
+def sleep_through_night(sentence: str, matched: str) -> bool:
+    """A wish not to wake said about the night's sleep ("so I don't wake up at 3am", "중간에 안
+    깨고 푹"), insomnia rather than intent: the matched phrase is about waking, the sentence
+    names a time of night or sleeping through, and says nothing of forever."""
+    return bool(re.search(r"wak|깨", matched, re.I)) and bool(_INSOMNIA.search(sentence)) and \
+        not re.search(r"영원히|다시는|for\s+good|forever|permanently|never|again", sentence, re.I)
 
 
 def past_and_recovered(text: str, sentence: str) -> bool:

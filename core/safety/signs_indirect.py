@@ -93,6 +93,10 @@ AT_THE_EDGE = [
     r"(?:옥상|난간|다리|육교|베란다|승강장|절벽)\s*(?:위|끝|난간)?(?:에|에서)\s*(?:걸터)?(?:앉아|서\s*있|올라와|서서)|(?:육교|다리|건물|옥상)(?:\s*중에)?.{0,12}(?:제일|가장)\s*높은|난간을\s*넘어|다리를\s*밖으로|(?:절벽|벼랑|낭떠러지).{0,15}(?:끝에|가장자리)",
 ]
 
+AT_THE_EDGE.append(r"\b(?:sat|sitting|lying|i'?m)\s+(?:\w+\s+){0,2}in\s+the\s+(?:car|van)\s+in\s+the\s+(?:closed\s+|shut\s+)?garage\b.{0,30}\bengine\s+(?:running|on)\b(?!.{0,20}\bwarm)"
+                   r"|차고.{0,15}(?:차|차\s*안)(?:에|에서)\s*시동(?:을)?\s*(?:켜|걸)\s*(?:놓고|둔\s*채)")
+"""Sitting in a car in a closed garage with the engine running: the means in use now (enough alone)."""
+
 # When: a time set for it.
 TIME = [
     r"\btonight(?:'s\s+the\s+night)?\b|\bbefore\s+(?:morning|tomorrow|tonight|the\s+weekend)\b|\bby\s+(?:morning|monday|then)\b|\bafter\s+(?:this|the)\s+weekend\b|\bafter\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|\bthis\s+weekend\b|\bafter\s+my\s+shift\b",
