@@ -122,3 +122,8 @@ def test_lethal_question_reply_gives_the_crisis_line_and_emergency_number():
         reply = emergency_reply(flags, lang, emergency="119", crisis="109")
         assert "109" in reply and "119" in reply
         assert reply.index("109") < reply.index("119")  # the crisis line first
+
+
+def test_ambivalence_is_not_a_denial_of_intent():
+    assert "suicide_self_harm" in layer1("I don't want to die but how many of my pills would stop me waking up for good")
+    assert layer1("I'm not suicidal, how many sleeping pills would stop me waking at 4am every night") == []

@@ -73,7 +73,8 @@ _PAST = re.compile(
 _RECOVERED = re.compile(
     r"\bin\s+recovery\b|\brecovered\b|\bdoing\s+(?:well|great|fine|better)\b|\b(?:much\s+)?better\s+place\b|\bstable\b|\bis\s+well\b|\bnow\s+(?:and\s+)?well\b"
     r"|회복|잘\s*지내|괜찮아요|좋아져|건강해|치료받고", re.I)
-_DENIED = re.compile(r"\b(?:not|never|no)\s+(?:suicidal|thinking\s+of|planning|going\s+to)\b|\bi\s+(?:don'?t|do\s+not)\s+want\s+to\s+(?:die|hurt)\b|죽고\s*싶은\s*건\s*아니|그런\s*생각은\s*없", re.I)
+_DENIED = re.compile(r"\b(?:not|never)\s+(?:been\s+)?suicidal\b|\bno\s+(?:thoughts|plans)\s+of\s+(?:suicide|ending|harming|hurting)\b|죽고\s*싶은\s*건\s*아니|그런\s*생각은\s*(?:전혀\s*)?없", re.I)
+"""Intent explicitly denied. Ambivalence ("I don't want to die, but ...") is not a denial."""
 _LAUGH = re.compile(r"\blol\b|\blmao\b|\bhaha\w*|\bjoking\b|\bjk\b|ㅋㅋ|ㅎㅎ|농담|😂|🤣", re.I)
 _BOUNDED = re.compile(
     r"\b(?:for|till|until|til|before)\s+(?:a\s+|an\s+|the\s+)?(?:week|month|year|day|hours?|\d+\s+hours|hundred|monday|tuesday|wednesday|thursday|friday|saturday|sunday|spring|summer|noon|lunch|christmas|the\s+weekend)"
