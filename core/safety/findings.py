@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.safety.framing import Framing, mask
+from core.safety.lethal import LETHAL_SIGNS, lethal_reason, past_and_recovered, sleep_figure, sleep_through_night
 from core.safety.signs import compiled
 
 # -- context of a sign -------------------------------------------------------------------------
@@ -223,7 +224,7 @@ class Findings:
                 "child": self.child, "pregnant": self.pregnant, "question": self.question}
 
 
-_QUIET = {"symptom_generic", "sudden", "bleeding_any", "many_ill", "dizzy", "trauma", "diabetic"}
+_QUIET = {"symptom_generic", "sudden", "bleeding_any", "many_ill", "dizzy", "trauma", "diabetic", "amount_q", "safe_dosing"}
 _BARE_TEMP = re.compile(r"(?<![\d.])(3[5-9]\.\d|4[0-2]\.\d)(?![\d.])")
 _TEMP_CONTEXT = re.compile(r"열|체온|아기|애기|fever|temp|hot|baby|infant|newborn|week\s+old|month\s+old", re.I)
 _FEVER_SIGN = re.compile(
@@ -257,7 +258,8 @@ def extract_findings(text: str, lang: str, slots: Any = None) -> Findings:
     f.diabetic = "diabetic" in f.signs
     if "burn" not in f.signs:
         f.signs.pop("burn_severe", None)
-    f.symptom = bool(set(f.signs) - {"sudden", "many_ill", "co_source", "infection", "diabetic", "trauma"})
+    f.symptom = bool(set(f.signs) - {"sudden", "many_ill", "co_source", "infection", "diabetic", "trauma",
+                                      "amount_q", "safe_dosing", "no_waking"})
     add_slots(f, slots)
     return f
 
@@ -272,7 +274,7 @@ def _spaced(text: str) -> str:
 
 
 INTENT_SIGNS = frozenset({"suicidal", "farewell", "gratitude", "unreachable", "giving_away", "means_at_hand",
-                          "at_the_edge", "intent_time", "finality"})
+                          "at_the_edge", "intent_time", "finality", "amount_q", "no_waking"})
 """Signs of self-harm and of intent said through its preparations: read with figures of speech
 blanked (:mod:`core.safety.framing`)."""
 
@@ -337,6 +339,21 @@ BENIGN_PLAN = re.compile(
 """A benign reason for goodbyes, giving things away or putting affairs in order (moving house, a
 trip, a new job, an operation): it voids a plan without the means (NHS "Help for suicidal
 thoughts" names these signs; they are signs only without such a reason)."""
+_BENIGN_USE = re.compile(
+    r"\bfor\s+(?:the\s+|a\s+|our\s+)?(?:bbq|barbecue|grill|climb\w*|camping|clay\s+shoot|christmas|gutters?|swing|hunt\w*|shoot\w*|match)\b"
+    r"|\b(?:going|go|goes)\s+(?:climbing|camping|hunting|shooting|fishing)\b|\b(?:camping|fishing|tent|guy\s+ropes|anchor|tow\s+rope|shooting\s+club)\b|\bclimbing\b|\bclay\s+shoot\b|\bchristmas\s+lights\b|\brope\s+(?:swing|course|burn)\b"
+    r"|\bto\s+(?:clear|clean|paint|fix|put\s+up|hang\s+(?:the\s+)?(?:lights|washing))\b|\bdispose\b|\blocked\s+cabinet\b|\bwork\s+trip\b|\bjet\s+lag\b"
+    r"|바비큐|등반|캠핑|낚시|견인|텐트|사격|그네|사냥\s*가|청소하|어떻게\s*버려|출장|시차|잠금\s*보관함", re.I)
+_NO_BENIGN_USE = re.compile(r"\b(?:no|without|doesn'?t\s+have\s+a|never\s+uses?\s+(?:a|the))\s+(?:bbq|barbecue|grill)\b|고기도\s*안\s*구", re.I)
+
+
+def benign_use(text: str) -> bool:
+    """A purpose for the means that is not self-harm (a rope for climbing or the gutters, charcoal
+    for a barbecue, a shotgun for a clay shoot, weedkiller to dispose of): it voids a plan whose
+    only strong sign is the means, unless the purpose is denied ("she has no bbq")."""
+    return bool(_BENIGN_USE.search(text)) and not _NO_BENIGN_USE.search(text)
+
+
 _SOFT_FAREWELL = re.compile(r"goodbye|giving|gave|affairs|belongings|stuff|things|정리|나눠|작별", re.I)
 _HEIGHT = re.compile(r"\b(?:bridge|roof|ledge)\b|다리|옥상", re.I)
 _OUTING = re.compile(r"\bwatch\w*|\bfireworks?\b|\bview\b|\bphotos?\b|\bsunset\b|\bpicnic\b|\bwalk\w*|\bjog\w*|\bcycl\w*|\bparty\b|\bbbq\b"
@@ -365,10 +382,13 @@ def suppression(text: str, start: int, end: int, sign: str) -> str | None:
     """Why the sign matched at ``text[start:end]`` does not count now, or ``None`` when it does.
 
     Returns one of ``negated``, ``reassured``, ``hypothetical``, ``question``,
-    ``family_history``, ``past``, ``mild``, ``recovered``, ``joke``, ``routine``. A
+    ``family_history``, ``past``, ``mild``, ``recovered``, ``joke``, ``routine``; the signs of
+    :mod:`core.safety.lethal` are read by :func:`core.safety.lethal.lethal_reason` instead. A
     ``question`` or ``hypothetical`` reason is withdrawn when another sentence says the thing
     is happening now (:data:`_ASSERT_NOW`).
     """
+    if sign in LETHAL_SIGNS:
+        return lethal_reason(text, _sentence_text(text, start, end), sign, text[start:end])
     why = _framed(text, start, end, sign) or _reason(text, start, end, sign)
     if why in ("question", "hypothetical") and _ASSERT_NOW.search(text):
         return None
@@ -384,7 +404,30 @@ def _framed(text: str, start: int, end: int, sign: str) -> str | None:
         return "mild"
     if sign == "gi_blood" and _SMALL_BLOOD.search(text[max(0, start - 25):min(len(text), end + 30)]):
         return "mild"
+    sentence = _sentence_text(text, start, end)
+    if sign == "means_at_hand" and benign_use(sentence):
+        return "mild"
+    if sign == "collapse" and _SIMILE_KO.match(text, end):
+        return "mild"
+    if sign in ("suicidal", "overdose") and past_and_recovered(text, sentence):
+        return "past"
+    if sign == "suicidal" and sleep_figure(text, sentence, text[start:end]):
+        return "joke"
+    if sign == "suicidal" and sleep_through_night(sentence, text[start:end]):
+        return "mild"
+    if sign == "overdose" and _OVERDOSE_NOUN.fullmatch(text[start:end].strip()) and _DOSE_QUESTION.search(sentence) \
+            and not _INGESTED.search(sentence):
+        return "question"
     return None
+
+
+_SIMILE_KO = re.compile(r"\s*(?:하듯|한\s*듯이?|할\s*듯이)")
+"""``기절하듯 잤어요`` (slept like one fainted) is a simile, not a faint."""
+_OVERDOSE_NOUN = re.compile(r"(?:an\s+)?overdoses?|과량|과다\s*복용|과다복용|.{0,20}(?:과량|과다\s*복용)", re.I)
+_DOSE_QUESTION = re.compile(r"\bhow\s+(?:many|much)\b|\bwhat\b|\bis\s+(?:it|that|an)\b.{0,20}\?|얼마|몇|막으려|예방|\bprevent\w*", re.I)
+_INGESTED = re.compile(r"\b(?:took|taken|has\s+had|had|swallowed|drank|ate)\b|먹었|삼켰|드셨|마셨|먹은\s*것\s*같", re.I)
+"""A question about what counts as an overdose ("how many ml is an overdose for a 10 kg baby",
+"얼마부터 과량이에요") asks about the threshold; nothing was taken."""
 
 
 def _sentence_text(text: str, start: int, end: int) -> str:

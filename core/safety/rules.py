@@ -38,7 +38,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from core.safety.findings import BENIGN_PLAN, Findings
+from core.safety.findings import BENIGN_PLAN, Findings, benign_use
+from core.safety.lethal import lethal_question
 
 Rule = Callable[[Findings], "str | None"]
 
@@ -108,7 +109,16 @@ def _intent(f: Findings) -> str | None:
         return None
     if "means_at_hand" not in strong and BENIGN_PLAN.search(f.text):
         return None
+    if strong == ["means_at_hand"] and benign_use(f.text):
+        return None
     return " + ".join(f"{n}: {f.signs[n].matched}" for n in strong + weak)
+
+
+def _lethal_amount(f: Findings) -> str | None:
+    """Self-harm asked as a question about a lethal amount of a medicine (NICE NG225: a method
+    talked about): an amount asked about with the wish not to wake (:mod:`core.safety.lethal`)."""
+    amount, waking = f.has("amount_q"), f.has("no_waking")
+    return lethal_question(amount.matched if amount else None, waking.matched if waking else None, f.text)
 
 
 def _spo2(f: Findings) -> str | None:
@@ -343,7 +353,7 @@ def _vision(f: Findings) -> str | None:
 
 
 RULES: dict[str, tuple[Rule, ...]] = {
-    "suicide_self_harm": (_sign("suicidal"), _intent),
+    "suicide_self_harm": (_sign("suicidal"), _lethal_amount, _intent),
     "airway_breathing": (_sign("breathing_severe"), _spo2, _sign("calf_breathless")),
     "anaphylaxis": (_swelling_after_allergen,),
     "cardiac_chest_pain": (_cardiac,),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from core.safety.lethal import SIGNS_LETHAL
 from core.safety.signs_indirect import SIGNS_INDIRECT
 
 SIGNS: dict[str, list[str]] = {
@@ -268,7 +269,7 @@ SIGNS: dict[str, list[str]] = {
         r"못\s*버티겠|편지(?:도|를)?.{0,8}(?:써\s*놨|써놨|써\s*뒀|남겼)|뛰어내리|없어지면.{0,12}(?:편해|나을)|약(?:도|을)?\s*(?:다\s*)?모아\s*(?:놨|뒀|두었|놓)",
         r"죽(?:을|는)\s*방법|목을?\s*매|다\s*정리하고\s*(?:떠나|가)|영원히\s*(?:잠들|자고)|안\s*깨어나고\s*싶|끝내(?:려고|겠다|고\s*싶)",
         r"\bcan'?t\s+(?:do|take)\s+this\s+any\s*more\b|\bgoodbye\s+(?:letters?|notes?|messages?)\b|\bsuicide\s+note\b|\bbetter\s+off\s+without\s+me\b|\bsaid\s+goodbye\s+to\s+my\s+family\b",
-        r"\bhow\s+many\b.{0,25}\bpills\b.{0,25}\b(?:take|kill|enough)\b|\bnever\s+wake\s+up\b|\bplan\s+to\s+(?:kill|end|hurt)\b|\bgot\s+it\s+all\s+planned\b",
+        r"\bhow\s+many\b.{0,25}\bpills\b.{0,25}\bkill\b|\bnever\s+wake\s+up\b|\bplan\s+to\s+(?:kill|end|hurt)\b|\bgot\s+it\s+all\s+planned\b",
         r"\bkill\s+(?:himself|herself|themselves)\b|\bon\s+(?:the|a)\s+(?:bridge|roof|ledge)\b|\bdon'?t\s+see\s+the\s+point\b|\bend(?:ing)?\s+it\b|\bgoing\s+to\s+the\s+bridge\b",
         r"\bgiving\s+(?:away\s+)?(?:my|all\s+my)\s+(?:stuff|things|belongings)\s*(?:away)?\b|\bhang\s+(?:himself|herself|myself)\b|\bsorted\s+my\s+affairs\b",
         r"죽고\s*싶|죽고시퍼|자살|자해|목숨을\s*끊|극단적(?:인)?\s*(?:선택|생각)|살기\s*싫|살고\s*싶지\s*않|사라지고\s*싶|살\s*이유가\s*없",
@@ -285,6 +286,7 @@ SIGNS: dict[str, list[str]] = {
     ],
     # --- poisoning and overdose ---
     "overdose": [r"\b(?:drank|swallowed|ate|drunk)\b.{0,25}\bdishwasher\s+(?:liquid|gel|powder|detergent|rinse)\b", r"\b(?:swallowed|took|taken)\s+(?:a\s+load|loads|a\s+lot|a\s+bunch|lots)\s+of\s+(?:her|his|my)\s+\w+|\b(?:necked|downed)\s+(?:a\s+)?(?:whole\s+)?(?:pack|box|bottle|strip)\b|\brinse\s+aid\b|(?:세제|락스|약).{0,8}입에\s*넣", r"\bswallow\w*\b.{0,45}\bbatter(?:y|ies)\b|(?:시계|리모컨|동그란|단추).{0,15}(?:건전지|배터리)(?:를|을)?\s*(?:삼켰|삼킨|먹었)", 
+        r"\b(?:swallowed|took|taken|downed|necked)\s+(?:a|the|an)\s+(?:whole|entire|full)\s+(?:strip|box|bottle|pack|packet|blister|tub)\b|(?:한|두)\s*통(?:을|를)?\s*(?:다|전부)\s*(?:먹었|삼켰|드셨)",
         r"\b(?:1[5-9]|[2-9]\d)\s+(?:tablets|pills|capsules|caps|tabs)\b.{0,20}\b(?:since|today|in\s+(?:a|one)\s+day|over\s+the\s+day|at\s+once)\b|\bdoubl\w*\s+up\b.{0,40}\b(?:1[5-9]|[2-9]\d)\s+(?:tablets|pills)",
         r"(?:네|다섯|여섯|일곱|여덟|아홉|열|열두|열다섯|스무|서른|몇|[4-9]|\d{2,})\s*알\s*(?:넘게|이상|정도|쯤)?\s*(?:을|를)?\s*(?:다\s*)?(?:먹었|삼켰|드셨|먹은|삼킨|먹엇)",
         r"(?:농약|락스|세제|살충제|제초제|부동액|표백제|세척제|세정제).{0,25}(?:드셨|마셨|먹었|삼켰|마신|먹은|마셔)",
@@ -482,6 +484,7 @@ SIGNS: dict[str, list[str]] = {
 
 
 SIGNS.update(SIGNS_INDIRECT)
+SIGNS.update(SIGNS_LETHAL)
 
 
 @lru_cache(maxsize=1)

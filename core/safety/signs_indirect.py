@@ -74,6 +74,15 @@ MEANS = [
     r"\b(?:the|a)\s+rope\s+(?:is|in|ready)\b|\bbought\s+(?:a\s+)?(?:length\s+of\s+)?(?:rope|charcoal|gun|shotgun)\b(?!\s+(?:ladder|swing|toy|lights?|bridge))|\bbeam\b.{0,30}\bhold\b|\brope\s+ready\b",
     r"\b(?:rifle|shotgun|gun|pistol)\b.{0,25}\b(?:is\s+gone|is\s+missing|isn'?t\s+in|not\s+in\s+the|gone\s+from)\b|\b(?:bath|tub)\s+with\s+a\s+(?:blade|razor)\b|\bcharcoal\b.{0,30}\b(?:tap\w*|seal\w*|windows)\b",
     _MEDS_KO + r"(?:을|를|도|은)?\s*(?:한\s*통|\d+\s*알|몇\s*십\s*알|세\s*상자|잔뜩)?.{0,12}(?:모아\s*(?:둔|놨|뒀|놓|두)|세어\s*놨|앞에\s*(?:놓|두)|줄\s*세워|준비(?:해\s*뒀|됐|햇|했)|옆에\s*(?:두|놓)|차에\s*가져다)|(?:안\s*먹고|몰래)\s*모아\s*(?:둔|놨|뒀)|모아\s*(?:둔|놓은|놨던)\s*" + _MEDS_KO + r"|찬장에\s*있던\s*약이\s*없어",
+    r"\b(?:rope|cord|extension\s+(?:cord|lead|cable)|belt|cable|ligature|noose|hose(?:pipe)?)\b.{0,30}\b(?:in\s+(?:the|my|his|her)\s+(?:boot|trunk|garage|shed|loft|attic|wardrobe|van|car|bag|cupboard)|under\s+(?:his|her|my|the)\s+bed|fits\s+the\s+exhaust)\b|\b(?:found|there'?s)\s+(?:a\s+)?(?:new\s+)?rope\b|\bsorted\s+the\s+rope\b|\bmeasured\s+the\s+(?:beam|banister|loft\s+hatch)\b|\bgarage\s+locks\s+from\s+(?:the\s+)?inside\b",
+    r"\b(?:rifle|shotgun|gun|pistol)\b.{0,30}\b(?:in\s+the\s+(?:shed|car|boot|garage|barn)|out\s+of\s+the\s+(?:safe|cabinet)|to\s+my\s+car|from\s+the\s+safe)\b|\b(?:took|moved|got|taken)\s+(?:his|her|my|the|dad'?s)\s+(?:shotgun|rifle|gun|pistol)\b|\b(?:weedkiller|pesticide|antifreeze|paraquat|poison)\b.{0,25}\b(?:under\s+the\s+sink|hidden|in\s+my\s+(?:bag|room))\b",
+    r"\b(?:pills|tablets|meds)\s+(?:are\s+)?in\s+my\s+(?:bag|pocket|car)\b|\btook\s+all\s+the\s+(?:tablets|pills|meds)\s+from\b|\b(?:saved|hoarding|hoarded|stockpiled|saving)\s+(?:up\s+)?(?:his|her|my|their)\s+(?:\w+\s+)?(?:tablets|pills|meds)\b|\b(?:\w+'s\s+)?(?:pills|tablets|meds)\s+to\s+myself\b|\b(?:box\s+of\s+)?razor\s+blades\b|\bgot\s+the\s+blades\b"
+    r"|\b(?:floor|crossing|car\s+park|bridge|platform|roof)\b.{0,30}\bno\s+(?:barrier|fence|railing)\b|\bno\s+(?:barrier|fence|railing)\s+(?:at|on)\s+(?:that|the)\b|\bwhich\s+train\s+passes\b|\bpicked\s+the\s+(?:spot|place|bridge|cliff)\b|\bthe\s+bridge\s+is\s+quiet\b",
+    r"(?:트렁크|창고|차고|다락|옷장|침대\s*밑|차|베란다)(?:에|에서)\s*(?:새\s*)?(?:밧줄|줄|끈)|(?:밧줄|줄|끈)(?:은|는|을|를|도|이)?\s*(?:차\s*)?(?:트렁크|창고|차고|다락|옷장|가방|침대\s*밑)(?:에|에서)|(?:밧줄|줄|끈)(?:도|을|를)?\s*(?:샀|사\s*놨)|맞는\s*(?:끈|줄|호스)|안에서\s*잠기",
+    r"\b(?:in|inside)\s+the\s+(?:car|van)\s+in\s+the\s+(?:garage|shed)\b.{0,40}\bengine\s+(?:running|on)\b|\bengine\s+running\b.{0,30}\b(?:garage\s+(?:door\s+)?(?:shut|closed)|in\s+the\s+garage)\b|차고.{0,20}(?:시동(?:을)?\s*(?:켜|걸)|배기가스)",
+    r"\bbag\s+of\s+charcoal\b|\bgot\b.{0,20}\ba\s+rope\b|번개탄.{0,10}(?:사\s*놨|샀|사\s*뒀)|(?:다리|옥상|철로|선로)(?:에|에는)?\s*사람\s*(?:이\s*)?없",
+    r"(?:사냥총|엽총|총)(?:이|을|은)?\s*(?:창고|차|트렁크|차고)에|(?:엽총|사냥총|총)(?:을|를)\s*꺼내|농약.{0,10}(?:숨겨|싱크대)|면도날(?:을|를|도)?\s*(?:몇\s*개|한\s*상자)?\s*(?:사|샀)|난간이?\s*없는|사람\s*없는지\s*봐\s*뒀|(?:선로|건널목|철로).{0,15}(?:시간|외웠|봐\s*뒀)"
+    r"|약(?:은|을|도)?\s*(?:가방에\s*)?다\s*챙겼|집에\s*있는\s*약\s*다|(?:약|심장약|혈압약)(?:을|를)?\s*(?:안\s*(?:드시고|먹고)\s*)?모으|약\s*다\s*제\s*거",
     r"(?:끈|밧줄)(?:도|을)?\s*(?:준비|사\s*(?:놨|뒀|왔)|사서)|걸\s*(?:데|곳)(?:를|을)?\s*찾아|번개탄(?:을|도)?\s*(?:샀|사\s*왔|준비)|창문에\s*테이프|농약(?:병)?(?:이|을)?\s*(?:없어졌|사\s*왔|챙겨)|(?:총|엽총)(?:이|을)?\s*(?:장에\s*)?없|(?:면도칼|칼)\s*(?:들고|쥐고)\s*욕조",
 ]
 
@@ -84,10 +93,17 @@ AT_THE_EDGE = [
     r"(?:옥상|난간|다리|육교|베란다|승강장|절벽)\s*(?:위|끝|난간)?(?:에|에서)\s*(?:걸터)?(?:앉아|서\s*있|올라와|서서)|(?:육교|다리|건물|옥상)(?:\s*중에)?.{0,12}(?:제일|가장)\s*높은|난간을\s*넘어|다리를\s*밖으로|(?:절벽|벼랑|낭떠러지).{0,15}(?:끝에|가장자리)",
 ]
 
+AT_THE_EDGE.append(r"\b(?:sat|sitting|lying|i'?m)\s+(?:\w+\s+){0,2}in\s+the\s+(?:car|van)\s+in\s+the\s+(?:closed\s+|shut\s+)?garage\b.{0,30}\bengine\s+(?:running|on)\b(?!.{0,20}\bwarm)"
+                   r"|차고.{0,15}(?:차|차\s*안)(?:에|에서)\s*시동(?:을)?\s*(?:켜|걸)\s*(?:놓고|둔\s*채)")
+"""Sitting in a car in a closed garage with the engine running: the means in use now (enough alone)."""
+
 # When: a time set for it.
 TIME = [
     r"\btonight(?:'s\s+the\s+night)?\b|\bbefore\s+(?:morning|tomorrow|tonight|the\s+weekend)\b|\bby\s+(?:morning|monday|then)\b|\bafter\s+(?:this|the)\s+weekend\b|\bafter\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|\bthis\s+weekend\b|\bafter\s+my\s+shift\b",
     r"\bwhen\s+the\s+house\s+is\s+empty\b|\bchosen\s+the\s+date\b|\bfrom\s+tomorrow\b|\btoday'?s\s+the\s+day\b|\bton(?:ite|ight)\b|\b2nite\b|\btonight\s+feels\s+different\b",
+    r"\b(?:on\s+|this\s+|next\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?:\s+(?:morning|night|evening|afternoon))?\b|\btomorrow\s+(?:evening|night|after\s+work|morning)\b|\bafter\s+(?:work|midnight|the\s+party|my\s+(?:last\s+)?shift)\b|\bwaiting\s+for\s+the\s+night\b|\bthe\s+date\b|\bwhich\s+day\b",
+    r"\bwhen\s+(?:every(?:one|body)(?:'s|\s+is)?|nobody'?s|no\s*one'?s|they(?:'re|\s+are)\s+all|the\s+kids\s+are|the\s+tide|we'?d\s+all\s+be|(?:my\s+|his\s+|her\s+)?(?:wife|husband|mum|mom|dad|flatmate|partner|folks|parents|carer)\s+(?:takes|goes|go|leaves|is|are|doesn'?t))\b|\bonce\s+(?:the\s+kids\s+are\s+asleep|(?:my\s+)?\w+\s+leaves)\b|\b(?:house|flat|place)\s+(?:will\s+be\s+|is\s+)?(?:empty|mine)\b|\bhave\s+the\s+house\b|\bthe\s+house\s+to\s+myself\b|\bempty\s+house\b|\bfrom\s+\d{1,2}\s*(?:am|pm)\b|\bat\s+\d{1,2}[:.]\d\d\b|\bwhat\s+time\s+we\s+leave\b|\bthey\s+are\s+all\s+asleep\b",
+    r"[월화수목금토일]요일|집(?:이)?\s*(?:비면|비어|비는)|혼자\s*(?:있을|예요|일\s*때)|(?:다들|가족들|모두|우리)\s*.{0,12}(?:가면|나가면|가고|출근하면|자면|나가냐)|애들\s*재우고|(?:출근|퇴근)\s*(?:하면|끝나고)|야간\s*근무|자정|막차|오후\s*\S+\s*시부터|날짜(?:도|를)?\s*정했|(?:안\s*오는|비는)\s*날|언제\s*.{0,10}(?:가냐|가요|가세요)|가는\s*(?:시간|날)|돌아오기\s*전|마지막\s*출근|여행\s*가(?:는|시는)\s*(?:날|목요일|금요일)",
     r"오늘\s*밤|오늘\s*(?:저녁|새벽)|오늘이\s*그날|(?:주말|이번\s*주|[월화수목금토일]요일)\s*(?:지나면|지나고|안에|이후)|이번\s*주말|오늘\s*안에|퇴근하고|집이\s*비면|날짜(?:를|도)?\s*정했|내일부터는|몇\s*시에\s*갈지|아침이\s*오기\s*전|오늘(?:은|이)?\s*(?:느낌이\s*)?(?:다르|달라)",
 ]
 
