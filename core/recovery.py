@@ -155,12 +155,16 @@ def claim(repo: Repository, turn: Turn) -> bool:
 
 
 def claim_interrupted(repo: Repository, stale_s: float, limit: int = 1000,
-                      sessions: set[str] | None = None) -> list[Turn]:
+                      sessions: set[str] | None = None,
+                      max_claims: int | None = None) -> list[Turn]:
     """Find and claim the interrupted turns (oldest first) for this process.
 
     Args:
         sessions: only turns of these sessions (a console claims its own conversation and
             leaves every other channel's turns to the service); ``None``: every session.
+        max_claims: claim at most this many (a serving process takes what it can start soon
+            and leaves the rest of a dead process's backlog to the other live processes, a
+            restarted one included); ``None``: all.
     Returns:
         The claimed turns, re-read: ``meta["attempts"]`` counts this claim, and
         :func:`should_resume` tells whether to re-run or to give up on each.
@@ -171,6 +175,8 @@ def claim_interrupted(repo: Repository, stale_s: float, limit: int = 1000,
         turns = [t for t in turns if t.session_id in sessions]
     leases = owner_leases(repo, {str((t.meta or {}).get("owner") or "") for t in turns})
     for turn in turns:
+        if max_claims is not None and len(out) >= max_claims:
+            break
         if is_interrupted(turn, stale_s, leases=leases) and claim(repo, turn):
             fresh = repo.turn(turn.id)  # type: ignore[arg-type]
             if fresh is not None:

@@ -389,3 +389,20 @@ def test_a_turn_of_this_process_that_no_job_answers_is_run_again(agent, tmp_path
     assert repo.turn(orphan).reply and repo.turn(orphan).meta["state"] == "answered"
     assert repo.turn(orphan).undelivered is False
     assert repo.turn(held).reply is None
+
+
+def test_a_recovery_round_claims_a_bounded_share_of_a_dead_process_backlog(db_url):
+    """``max_claims`` takes the oldest interrupted turns only, leaving the rest of a dead
+    process's backlog to the next round or another live process."""
+    from core import recovery
+    from storage.db import make_engine
+    from storage.repositories import Repository
+
+    repo = Repository(make_engine(db_url))
+    dead = f"{recovery.host_id()}:999999999:dead"
+    ids = [_seed(repo, f"telegram:chat:{60 + i}", dead, None, "received") for i in range(5)]
+    first = recovery.claim_interrupted(repo, stale_s=900, max_claims=2)
+    assert [t.id for t in first] == ids[:2]
+    rest = recovery.claim_interrupted(repo, stale_s=900)
+    assert [t.id for t in rest] == ids[2:]
+    repo.engine.dispose()
