@@ -260,14 +260,15 @@ async def recovery_round(frontdesk, channels: list[Any], settings: Settings) -> 
     from core.recovery import claim_interrupted, claim_undelivered, own_orphans
 
     repo = frontdesk.agent.services.repo
+    # orphans first: a turn this round claims is this process's too, and not yet held by a job
+    orphans = await asyncio.to_thread(own_orphans, repo, frontdesk.in_flight(),
+                                      max(10.0, 2 * settings.recovery_interval_s))
     unsent = await asyncio.to_thread(claim_undelivered, repo, settings.turn_stale_s)
     if unsent:
         await resend_undelivered(frontdesk, channels, unsent)
     room = 2 * settings.max_concurrent_turns - frontdesk.resuming()  # a round's worth, not more
     turns = await asyncio.to_thread(claim_interrupted, repo, settings.turn_stale_s,
                                     max_claims=max(0, room)) if room > 0 else []
-    orphans = await asyncio.to_thread(own_orphans, repo, frontdesk.in_flight(),
-                                      max(10.0, 2 * settings.recovery_interval_s))
     if orphans:
         log.warning("recovery: %d turn(s) of this process left unanswered; running them again",
                     len(orphans))

@@ -150,7 +150,8 @@ def claim(repo: Repository, turn: Turn) -> bool:
     meta = turn.meta or {}
     return repo.update_turn_meta(turn.id, {"owner": process_owner(),  # type: ignore[arg-type]
                                            "attempts": int(meta.get("attempts", 0)) + 1,
-                                           "taken_from": str(meta.get("owner") or "")},
+                                           "taken_from": str(meta.get("owner") or ""),
+                                           "claimed_at": round(time.time(), 3)},
                                  if_owner=str(meta.get("owner") or ""))
 
 
@@ -237,15 +238,21 @@ def own_orphans(repo: Repository, in_flight: Iterable[int], min_age_s: float,
     Args:
         in_flight: ids of the turns this process's jobs hold (:meth:`core.frontdesk.Frontdesk
             .in_flight`).
-        min_age_s: only turns written at least this long ago (a turn just written ahead is
-            registered as in flight a moment after its row is committed).
+        min_age_s: only turns written, or claimed by this process (``meta["claimed_at"]``),
+            at least this long ago (a turn just written ahead or claimed is held by a job a
+            moment after its row is committed).
     Returns:
         The orphans, oldest first.
     """
-    held, me, now = set(in_flight), process_owner(), utcnow()
+    held, me, now = set(in_flight), process_owner(), time.time()
+
+    def age(t: Turn) -> float:
+        since = as_utc(t.created_at).timestamp()
+        claimed = (t.meta or {}).get("claimed_at")
+        return now - max(since, float(claimed) if isinstance(claimed, (int, float)) else since)
+
     return [t for t in repo.received_turns(limit)
-            if (t.meta or {}).get("owner") == me and t.id not in held
-            and (now - as_utc(t.created_at)).total_seconds() >= min_age_s]
+            if (t.meta or {}).get("owner") == me and t.id not in held and age(t) >= min_age_s]
 
 
 def should_resume(turn: Turn) -> bool:
