@@ -286,26 +286,29 @@ class Frontdesk:
         after ``REPLY_ORDER_WAIT_S`` (the reply is then sent out of order, logged)."""
         await asyncio.sleep(max(0.0, arrived + self.settings.reply_order_window_s - time.monotonic()))
         deadline, pause = time.monotonic() + self.settings.reply_order_wait_s, 0.05
-        while await self._earlier_unsent(turn_id, session):
+        mine = None
+        while True:
+            try:
+                mine = mine or await asyncio.to_thread(self.agent.services.repo.turn, turn_id)
+                if mine is None or not await self._earlier_unsent(mine, session):
+                    return  # erased meanwhile, or nothing earlier is waiting
+            except Exception as exc:  # the database is restarting: ask again
+                log.warning("reply order gate: turns unreadable (%s)", type(exc).__name__)
             if time.monotonic() > deadline:
                 log.warning("turn %s: an earlier message of its session still unanswered after "
                             "%.0f s; sending its reply anyway", turn_id, self.settings.reply_order_wait_s)
                 return
             await asyncio.sleep(pause)
-            pause = min(pause * 2, 0.5)
+            pause = min(pause * 2, 1.0)  # an earlier turn may take a minute: poll gently
 
-    async def _earlier_unsent(self, turn_id: int, session: str) -> bool:
-        """True while a message of ``session`` sent before the turn ``turn_id`` has no reply
-        sent yet (see :meth:`_reply_gate`); True too while the database cannot say."""
-        repo = self.agent.services.repo
-        try:
-            mine = await asyncio.to_thread(repo.turn, turn_id)
-            if mine is None:
-                return False  # erased meanwhile
-            unsent = await asyncio.to_thread(repo.unsent_turns, session, 50)
-        except Exception as exc:  # the database is restarting: ask again
-            log.warning("reply order gate: turns unreadable (%s)", type(exc).__name__)
-            return True
+    async def _earlier_unsent(self, mine, session: str) -> bool:
+        """True while a message of ``session`` sent before the turn ``mine`` has no reply sent
+        yet (see :meth:`_reply_gate`).
+
+        Raises:
+            sqlalchemy.exc.SQLAlchemyError: the database cannot say.
+        """
+        unsent = await asyncio.to_thread(self.agent.services.repo.unsent_turns, session, 50)
         horizon = utcnow() - timedelta(seconds=self.settings.reply_order_wait_s)
         if any(t.id != mine.id and comes_before(t, mine) and as_utc(t.created_at) > horizon
                for t in unsent):
