@@ -161,8 +161,9 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
     ops = _ops_server(settings, agent, frontdesk)
     channels = build_channels(settings, frontdesk, http)
     unsent = await asyncio.to_thread(claim_undelivered, agent.services.repo, settings.turn_stale_s)
-    interrupted = await asyncio.to_thread(claim_interrupted, agent.services.repo,
-                                          settings.turn_stale_s)  # before any new message
+    interrupted = await asyncio.to_thread(  # before any new message; a round's worth
+        claim_interrupted, agent.services.repo, settings.turn_stale_s,
+        max_claims=2 * settings.max_concurrent_turns)
     if http.routes:  # webhooks (polling alone serves the ops endpoints only on METRICS_PORT)
         await http.start()
     for ch in channels:
@@ -247,7 +248,9 @@ async def _recovery_loop(frontdesk, channels: list[Any], settings: Settings,
 async def recovery_round(frontdesk, channels: list[Any], settings: Settings) -> int:
     """One round of recovery: send the replies dead processes stored and never sent
     (:func:`core.recovery.claim_undelivered`), answer the turns of dead processes
-    (:func:`core.recovery.claim_interrupted`) and this process's own orphans
+    (:func:`core.recovery.claim_interrupted`; at most twice ``MAX_CONCURRENT_TURNS`` taken
+    over and unfinished here at once, the rest of a backlog left to the next round or to
+    another live process) and this process's own orphans
     (:func:`core.recovery.own_orphans`: older than two rounds and held by no job here).
     Returns how many turns it took up.
 
@@ -257,12 +260,15 @@ async def recovery_round(frontdesk, channels: list[Any], settings: Settings) -> 
     from core.recovery import claim_interrupted, claim_undelivered, own_orphans
 
     repo = frontdesk.agent.services.repo
+    # orphans first: a turn this round claims is this process's too, and not yet held by a job
+    orphans = await asyncio.to_thread(own_orphans, repo, frontdesk.in_flight(),
+                                      max(10.0, 2 * settings.recovery_interval_s))
     unsent = await asyncio.to_thread(claim_undelivered, repo, settings.turn_stale_s)
     if unsent:
         await resend_undelivered(frontdesk, channels, unsent)
-    turns = await asyncio.to_thread(claim_interrupted, repo, settings.turn_stale_s)
-    orphans = await asyncio.to_thread(own_orphans, repo, frontdesk.in_flight(),
-                                      max(10.0, 2 * settings.recovery_interval_s))
+    room = 2 * settings.max_concurrent_turns - frontdesk.resuming()  # a round's worth, not more
+    turns = await asyncio.to_thread(claim_interrupted, repo, settings.turn_stale_s,
+                                    max_claims=max(0, room)) if room > 0 else []
     if orphans:
         log.warning("recovery: %d turn(s) of this process left unanswered; running them again",
                     len(orphans))

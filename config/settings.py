@@ -152,7 +152,7 @@ class Settings(BaseSettings):
     # and not while an earlier message of its session is unanswered or unsent, for at most
     # REPLY_ORDER_WAIT_S (then it is sent anyway)
     reply_order_window_s: float = Field(2.0, alias="REPLY_ORDER_WINDOW_S", ge=0)
-    reply_order_wait_s: float = Field(120.0, alias="REPLY_ORDER_WAIT_S", ge=0)
+    reply_order_wait_s: float = Field(300.0, alias="REPLY_ORDER_WAIT_S", ge=0)
     # /healthz, /readyz and /metrics on a port of their own as well (web: besides PORT; worker:
     # its only HTTP port, 0 = none). Default: web on PORT only, worker on 9101.
     metrics_port: int | None = Field(None, alias="METRICS_PORT", ge=0, le=65535)

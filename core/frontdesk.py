@@ -28,7 +28,8 @@ from core.admin import AdminService, record_turn_metrics
 from core.live import Live, LivePump
 from core.memory.view import profile_view
 from core.messages import InboundMessage, OutboundMessage
-from core.ordering import ArrivalBoard, RateDecision, SessionSerializer, make_rate_limiter
+from core.ordering import (ArrivalBoard, OrderedSlots, RateDecision, SessionSerializer,
+                           make_rate_limiter)
 from core.recovery import claim, comes_before, is_interrupted, owner_leases, process_owner
 from core.telemetry import metrics
 from storage.models import as_utc, utcnow
@@ -97,18 +98,16 @@ class Frontdesk:
         self.admin = AdminService(self.engine, self.settings, self.redis, agent.services.cache,
                                   self.limiter)
         self.accepting = True
-        self._turn_slots: asyncio.Semaphore | None = None
+        self._turn_slots: OrderedSlots | None = None
         # turns run on threads of their own, so the short calls of intake (write-ahead, Redis,
         # the order gate) never queue behind minutes of agent work in the default executor
-        # (twice the slots: turns taken over from a dead process have slots of their own, so they
-        # are answered at once instead of queueing behind newer messages)
-        self._turn_pool = ThreadPoolExecutor(2 * self.settings.max_concurrent_turns,
+        self._turn_pool = ThreadPoolExecutor(self.settings.max_concurrent_turns,
                                              thread_name_prefix="turn")
-        self._resume_slots: asyncio.Semaphore | None = None
         self._background: set[asyncio.Future] = set()
         self._accepting: dict[str, asyncio.Future] = {}  # per session: its last write-ahead
         self._answered_ahead: set[int] = set()  # turns answered before a later one of their session
         self._in_flight: dict[int, int] = {}  # turn id -> jobs of this process that will answer it
+        self._resuming = 0  # taken-over turns not finished yet
         self._sending: dict[str, set[asyncio.Future]] = {}  # per session: replies being sent
 
     async def _drain(self) -> None:
@@ -191,9 +190,15 @@ class Frontdesk:
                         await asyncio.sleep(1.0)
             finally:
                 self._release(int(turn.id))
+                self._resuming -= 1
 
         self._hold(int(turn.id))
+        self._resuming += 1
         return _until_sent(self.serializer.submit(turn.session_id, job))
+
+    def resuming(self) -> int:
+        """Turns taken over (:meth:`resume`) that this process has not finished yet."""
+        return self._resuming
 
     def in_flight(self) -> frozenset[int]:
         """Ids of the turns some job of this process will answer (written ahead here or taken
@@ -230,7 +235,7 @@ class Frontdesk:
             return None
         t0 = time.perf_counter()
         try:
-            reply = await self._run_turn(self.agent.resume, fresh, announce, taken_over=announce)
+            reply = await self._run_turn(self.agent.resume, fresh, announce, key=int(fresh.id))
         except Exception:
             log.exception("could not resume turn %s", turn.id)
             return None
@@ -288,26 +293,29 @@ class Frontdesk:
         after ``REPLY_ORDER_WAIT_S`` (the reply is then sent out of order, logged)."""
         await asyncio.sleep(max(0.0, arrived + self.settings.reply_order_window_s - time.monotonic()))
         deadline, pause = time.monotonic() + self.settings.reply_order_wait_s, 0.05
-        while await self._earlier_unsent(turn_id, session):
+        mine = None
+        while True:
+            try:
+                mine = mine or await asyncio.to_thread(self.agent.services.repo.turn, turn_id)
+                if mine is None or not await self._earlier_unsent(mine, session):
+                    return  # erased meanwhile, or nothing earlier is waiting
+            except Exception as exc:  # the database is restarting: ask again
+                log.warning("reply order gate: turns unreadable (%s)", type(exc).__name__)
             if time.monotonic() > deadline:
                 log.warning("turn %s: an earlier message of its session still unanswered after "
                             "%.0f s; sending its reply anyway", turn_id, self.settings.reply_order_wait_s)
                 return
             await asyncio.sleep(pause)
-            pause = min(pause * 2, 0.5)
+            pause = min(pause * 2, 1.0)  # an earlier turn may take a minute: poll gently
 
-    async def _earlier_unsent(self, turn_id: int, session: str) -> bool:
-        """True while a message of ``session`` sent before the turn ``turn_id`` has no reply
-        sent yet (see :meth:`_reply_gate`); True too while the database cannot say."""
-        repo = self.agent.services.repo
-        try:
-            mine = await asyncio.to_thread(repo.turn, turn_id)
-            if mine is None:
-                return False  # erased meanwhile
-            unsent = await asyncio.to_thread(repo.unsent_turns, session, 50)
-        except Exception as exc:  # the database is restarting: ask again
-            log.warning("reply order gate: turns unreadable (%s)", type(exc).__name__)
-            return True
+    async def _earlier_unsent(self, mine, session: str) -> bool:
+        """True while a message of ``session`` sent before the turn ``mine`` has no reply sent
+        yet (see :meth:`_reply_gate`).
+
+        Raises:
+            sqlalchemy.exc.SQLAlchemyError: the database cannot say.
+        """
+        unsent = await asyncio.to_thread(self.agent.services.repo.unsent_turns, session, 50)
         horizon = utcnow() - timedelta(seconds=self.settings.reply_order_wait_s)
         if any(t.id != mine.id and comes_before(t, mine) and as_utc(t.created_at) > horizon
                for t in unsent):
@@ -526,18 +534,18 @@ class Frontdesk:
         return self._send_in_order(msg.turn_id, msg.session, deliver, reply, arrived)
 
     async def _run_turn(self, fn: Callable[..., OutboundMessage], *args: Any,
-                        typing: Typing | None = None, taken_over: bool = False,
+                        typing: Typing | None = None, key: float = math.inf,
                         live: Live | None = None) -> OutboundMessage:
         """``fn(*args)`` (a turn: :meth:`Agent.handle` or :meth:`Agent.resume`) in one of
-        ``MAX_CONCURRENT_TURNS`` slots on the turn threads (``taken_over``: a turn of a dead
-        process, in slots of their own); run again while it fails for a transient reason (the
-        database restarting), for at most ``TURN_RETRY_S`` seconds. With ``live``, ``fn`` also
-        gets ``on_event`` and its events reach ``live`` before this returns."""
+        ``MAX_CONCURRENT_TURNS`` slots on the turn threads, given to the oldest message first
+        (``key``: its turn id; a turn taken over from a dead process is older than anything
+        that arrived since, so it runs first); run again while it fails for a transient reason
+        (the database restarting), for at most ``TURN_RETRY_S`` seconds. With ``live``, ``fn``
+        also gets ``on_event`` and its events reach ``live`` before this returns."""
         if self._turn_slots is None:
-            self._turn_slots = asyncio.Semaphore(self.settings.max_concurrent_turns)
-            self._resume_slots = asyncio.Semaphore(self.settings.max_concurrent_turns)
+            self._turn_slots = OrderedSlots(self.settings.max_concurrent_turns)
         loop = asyncio.get_running_loop()
-        async with (self._resume_slots if taken_over else self._turn_slots):  # type: ignore[union-attr]
+        async with self._turn_slots.slot(key):
             deadline, pause = time.monotonic() + self.settings.turn_retry_s, 1.0  # from its start
             async with (typing() if typing else contextlib.nullcontext()):
                 with _in_flight():
@@ -586,7 +594,8 @@ class Frontdesk:
     async def _turn(self, msg: InboundMessage, typing: Typing | None,
                     live: Live | None = None) -> OutboundMessage:
         t0 = time.perf_counter()
-        reply = await self._run_turn(self.agent.handle, msg, typing=typing, live=live)
+        reply = await self._run_turn(self.agent.handle, msg, typing=typing, live=live,
+                                     key=msg.turn_id if msg.turn_id is not None else math.inf)
         ms = (time.perf_counter() - t0) * 1000
         reply.trace["channel_ms"] = round(ms, 2)
         _log_turn(msg.channel, reply, metrics.observe_turn(msg.channel, reply.trace, ms / 1000,

@@ -19,6 +19,9 @@ Every Redis key that belongs to a user starts with :func:`user_key_prefix` so th
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import heapq
+import itertools
 import logging
 import math
 import threading
@@ -181,6 +184,57 @@ def _release_quietly(lock: Any) -> None:
         lock.release()
     except Exception as exc:  # expired meanwhile: nothing to release
         log.warning("session lock %s not released: %r", lock.name, exc)
+
+
+# -- turn slots, oldest message first ---------------------------------------------------------
+class OrderedSlots:
+    """``n`` slots for concurrent work, handed to the waiting caller with the lowest key first
+    (turn ids: the oldest message first, so turns taken over from a dead process, older than
+    anything that arrived since, run ahead of newer messages). Ties and keyless callers
+    (``math.inf``) in the order they asked. Must be used from one asyncio event loop.
+
+    Args:
+        n: slots (≥ 1).
+    """
+
+    def __init__(self, n: int) -> None:
+        self.free = max(1, int(n))
+        self._waiters: list[tuple[float, int, asyncio.Future]] = []
+        self._order = itertools.count()
+
+    def waiting(self) -> int:
+        """Callers waiting for a slot."""
+        return sum(1 for *_, fut in self._waiters if not fut.done())
+
+    @contextlib.asynccontextmanager
+    async def slot(self, key: float = math.inf):
+        """Hold a slot for the ``async with`` block; waits while none is free or a caller with
+        a lower key is waiting."""
+        if self.free > 0 and not self.waiting():
+            self.free -= 1
+        else:
+            fut: asyncio.Future = asyncio.get_running_loop().create_future()
+            heapq.heappush(self._waiters, (key, next(self._order), fut))
+            try:
+                await fut
+            except asyncio.CancelledError:
+                if fut.done() and not fut.cancelled():
+                    self._release()  # the slot came with the cancellation: hand it on
+                else:
+                    fut.cancel()  # skipped when its turn comes
+                raise
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        while self._waiters:
+            *_, fut = heapq.heappop(self._waiters)
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self.free += 1
 
 
 # -- per-user rate limit ---------------------------------------------------------------------

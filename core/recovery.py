@@ -150,17 +150,22 @@ def claim(repo: Repository, turn: Turn) -> bool:
     meta = turn.meta or {}
     return repo.update_turn_meta(turn.id, {"owner": process_owner(),  # type: ignore[arg-type]
                                            "attempts": int(meta.get("attempts", 0)) + 1,
-                                           "taken_from": str(meta.get("owner") or "")},
+                                           "taken_from": str(meta.get("owner") or ""),
+                                           "claimed_at": round(time.time(), 3)},
                                  if_owner=str(meta.get("owner") or ""))
 
 
 def claim_interrupted(repo: Repository, stale_s: float, limit: int = 1000,
-                      sessions: set[str] | None = None) -> list[Turn]:
+                      sessions: set[str] | None = None,
+                      max_claims: int | None = None) -> list[Turn]:
     """Find and claim the interrupted turns (oldest first) for this process.
 
     Args:
         sessions: only turns of these sessions (a console claims its own conversation and
             leaves every other channel's turns to the service); ``None``: every session.
+        max_claims: claim at most this many (a serving process takes what it can start soon
+            and leaves the rest of a dead process's backlog to the other live processes, a
+            restarted one included); ``None``: all.
     Returns:
         The claimed turns, re-read: ``meta["attempts"]`` counts this claim, and
         :func:`should_resume` tells whether to re-run or to give up on each.
@@ -171,6 +176,8 @@ def claim_interrupted(repo: Repository, stale_s: float, limit: int = 1000,
         turns = [t for t in turns if t.session_id in sessions]
     leases = owner_leases(repo, {str((t.meta or {}).get("owner") or "") for t in turns})
     for turn in turns:
+        if max_claims is not None and len(out) >= max_claims:
+            break
         if is_interrupted(turn, stale_s, leases=leases) and claim(repo, turn):
             fresh = repo.turn(turn.id)  # type: ignore[arg-type]
             if fresh is not None:
@@ -231,15 +238,21 @@ def own_orphans(repo: Repository, in_flight: Iterable[int], min_age_s: float,
     Args:
         in_flight: ids of the turns this process's jobs hold (:meth:`core.frontdesk.Frontdesk
             .in_flight`).
-        min_age_s: only turns written at least this long ago (a turn just written ahead is
-            registered as in flight a moment after its row is committed).
+        min_age_s: only turns written, or claimed by this process (``meta["claimed_at"]``),
+            at least this long ago (a turn just written ahead or claimed is held by a job a
+            moment after its row is committed).
     Returns:
         The orphans, oldest first.
     """
-    held, me, now = set(in_flight), process_owner(), utcnow()
+    held, me, now = set(in_flight), process_owner(), time.time()
+
+    def age(t: Turn) -> float:
+        since = as_utc(t.created_at).timestamp()
+        claimed = (t.meta or {}).get("claimed_at")
+        return now - max(since, float(claimed) if isinstance(claimed, (int, float)) else since)
+
     return [t for t in repo.received_turns(limit)
-            if (t.meta or {}).get("owner") == me and t.id not in held
-            and (now - as_utc(t.created_at)).total_seconds() >= min_age_s]
+            if (t.meta or {}).get("owner") == me and t.id not in held and age(t) >= min_age_s]
 
 
 def should_resume(turn: Turn) -> bool:

@@ -389,3 +389,52 @@ def test_a_turn_of_this_process_that_no_job_answers_is_run_again(agent, tmp_path
     assert repo.turn(orphan).reply and repo.turn(orphan).meta["state"] == "answered"
     assert repo.turn(orphan).undelivered is False
     assert repo.turn(held).reply is None
+
+
+def test_a_recovery_round_claims_a_bounded_share_of_a_dead_process_backlog(db_url):
+    """``max_claims`` takes the oldest interrupted turns only, leaving the rest of a dead
+    process's backlog to the next round or another live process."""
+    from core import recovery
+    from storage.db import make_engine
+    from storage.repositories import Repository
+
+    repo = Repository(make_engine(db_url))
+    dead = f"{recovery.host_id()}:999999999:dead"
+    ids = [_seed(repo, f"telegram:chat:{60 + i}", dead, None, "received") for i in range(5)]
+    first = recovery.claim_interrupted(repo, stale_s=900, max_claims=2)
+    assert [t.id for t in first] == ids[:2]
+    rest = recovery.claim_interrupted(repo, stale_s=900)
+    assert [t.id for t in rest] == ids[2:]
+    repo.engine.dispose()
+
+
+def test_a_turn_claimed_by_a_recovery_round_is_not_also_run_as_an_orphan(agent, tmp_path):
+    """The turns a round claims from a dead process become this process's before any job
+    holds them; the same round must not count them as its own orphans too (each would be
+    queued twice)."""
+    from bot.runner import recovery_round
+    from core import recovery
+    from core.frontdesk import Frontdesk
+    from conftest import make_settings
+
+    repo = agent.services.repo
+    settings = make_settings(tmp_path)
+    dead = f"{recovery.host_id()}:999999999:dead"
+    tid = _seed(repo, "telegram:chat:71", dead, None, "received", age_s=60)
+    sent: list[str] = []
+
+    class Channel:
+        def deliver_to(self, session_id: str):
+            async def deliver(reply) -> None:
+                sent.append(reply.text)
+            return deliver
+
+    async def main() -> int:
+        fd = Frontdesk(agent, settings, redis=None)
+        n = await recovery_round(fd, [Channel()], settings)
+        await fd.close(120)
+        return n
+
+    assert asyncio.run(main()) == 1
+    assert len(sent) == 1 and sent[0].startswith("Here is the answer to the message you sent before a restart")
+    assert repo.turn(tid).meta["taken_from"] == dead

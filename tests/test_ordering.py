@@ -299,3 +299,37 @@ def test_a_reply_is_not_sent_before_the_reply_to_a_message_sent_before_it(llm, l
     assert early == [], "the second reply was sent before the first"
     assert [who for who, _ in replies] == ["first", "second"]
     assert all(not t.undelivered for t in repo.recent_turns(user, 10))
+
+
+def test_turn_slots_go_to_the_oldest_message_first():
+    """Two slots, both busy; waiters with turn ids 30, 10, 20 and a keyless one get the slots
+    as they free up lowest id first (a turn taken over from a dead process, older than the
+    messages that arrived since, runs before them); a cancelled waiter is skipped."""
+    from core.ordering import OrderedSlots
+
+    async def main() -> list[object]:
+        slots, order, gates = OrderedSlots(2), [], [asyncio.Event(), asyncio.Event()]
+
+        async def busy(i: int) -> None:
+            async with slots.slot(0):
+                await gates[i].wait()
+
+        async def turn(key) -> None:
+            async with slots.slot(key):
+                order.append(key)
+                await asyncio.sleep(0.01)
+
+        holders = [asyncio.ensure_future(busy(i)) for i in range(2)]
+        await asyncio.sleep(0.01)
+        waiters = [asyncio.ensure_future(turn(k)) for k in (30, 10, float("inf"), 20)]
+        gone = asyncio.ensure_future(turn(5))
+        await asyncio.sleep(0.01)
+        gone.cancel()
+        await asyncio.sleep(0.01)
+        assert slots.waiting() == 4 and order == []
+        gates[0].set()
+        gates[1].set()
+        await asyncio.gather(*holders, *waiters)
+        return order
+
+    assert asyncio.run(main()) == [10, 20, 30, float("inf")]
