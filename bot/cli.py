@@ -38,6 +38,8 @@ from bot.qtype_cli import qtype_app  # noqa: E402
 app.add_typer(qtype_app, name="qtype")
 from bot.llm_cli import llm_app  # noqa: E402
 app.add_typer(llm_app, name="llm")
+from bot.cache_cli import cache_app  # noqa: E402
+app.add_typer(cache_app, name="cache")
 
 
 def _setup_logging() -> None:

@@ -118,6 +118,7 @@ class QuestionView:
     history: bool
     prevention: bool
     trigrams: frozenset[str]
+    words: int
 
     @property
     def cuis(self) -> frozenset[str]:
@@ -146,7 +147,8 @@ def view(text: str, lang: str, vec: np.ndarray, concepts, qtype) -> QuestionView
         qwords=question_words(text), polarity=polarity(text),
         negation=len(_NEGATION.findall(norm)), history=bool(_HISTORY.search(norm)),
         prevention=bool(_PREVENT.search(norm)),
-        trigrams=frozenset(squashed[i:i + 3] for i in range(max(0, len(squashed) - 2))))
+        trigrams=frozenset(squashed[i:i + 3] for i in range(max(0, len(squashed) - 2))),
+        words=len(_WORD.findall(norm)))
 
 
 def _jaccard(a: frozenset | set, b: frozenset | set) -> float:
@@ -165,7 +167,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "numbers_differ", "numbers_one_side", "quantities_differ", "qwords_differ",
     "qwords_jaccard", "negation_differ", "history_differ", "prevention_differ",
     "unexplained_min", "unexplained_max", "content_conflict", "stem_jaccard",
-    "trigram_jaccard", "length_ratio", "korean",
+    "trigram_jaccard", "length_ratio", "korean", "log_words",
 )
 """Names of :func:`pair_features`' entries, in order (stored with the trained model)."""
 
@@ -215,5 +217,6 @@ def pair_features(a: QuestionView, b: QuestionView) -> np.ndarray:
         float(a.prevention != b.prevention), float(min(un_a, un_b, 5)),
         float(min(max(un_a, un_b), 8)), float(bool(un_a or un_b)), _jaccard(sa, sb),
         _jaccard(a.trigrams, b.trigrams), min(la, lb) / max(la, lb), float(a.lang == "ko"),
+        float(np.log1p((a.words + b.words) / 2)),
     )
     return np.asarray(vals, dtype=np.float64)
