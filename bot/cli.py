@@ -257,6 +257,7 @@ def bench_memory_cmd(turns: int = typer.Option(10_000, help="Stored turns for th
 def bench_cache_cmd(pairs: Optional[Path] = typer.Option(None, help="JSONL of {a, b, same} pairs to run instead of the bundled sets."),
                     medquad: Optional[Path] = typer.Option(None, help="MedQuAD corpus.jsonl for the derived pairs (default ../shared/data/medquad)."),
                     latency: int = typer.Option(20, help="Cache-hit turns to time (0: skip)."),
+                    curve: bool = typer.Option(False, "--curve", help="With --pairs: precision-recall by false-hit budget of plain cosine, the learned decision and the served decision."),
                     as_json: bool = typer.Option(False, "--json")) -> None:
     """Precision, recall and false hits of the response cache per set and language, the chosen
     thresholds, the hit rate over a replay and the latency of hit turns (issue 15)."""
@@ -267,7 +268,9 @@ def bench_cache_cmd(pairs: Optional[Path] = typer.Option(None, help="JSONL of {a
     if pairs is not None and not pairs.exists():
         _fail(f"no such file: {pairs}")
     default_mq = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "medquad" / "corpus.jsonl"
-    result = bench_cache(get_settings(), pairs, medquad or default_mq, as_json)
+    if curve and pairs is None:
+        _fail("--curve needs --pairs FILE")
+    result = bench_cache(get_settings(), pairs, medquad or default_mq, as_json, curve)
     if latency > 0 and not as_json:
         result["latency"] = bench_hit_latency(get_settings(), latency)
 

@@ -36,6 +36,10 @@ class CacheCandidate:
     profile_fingerprint: str | None
     struct_key: str | None = None
     question: str | None = None
+    lang: str | None = None
+    decision: dict | None = None
+    """The learned pair decision's trace (:meth:`core.cache.decision.Decision.trace`) when
+    this candidate came from :meth:`ResponseCache.nearest` rather than the structured key."""
 
 
 class ResponseCache:
@@ -141,6 +145,25 @@ class ResponseCache:
                                entries[i].profile_fingerprint, key.digest, entries[i].question)
                 for s, i in ranked]
         return out[:limit]
+
+    def nearest(self, vec: np.ndarray, floor: float, limit: int = 5
+                ) -> list[tuple[CacheCandidate, np.ndarray]]:
+        """The ``limit`` entries nearest to ``vec`` over every key with cosine ≥ ``floor``,
+        best first, each with its stored (dim,) vector (for the learned pair decision,
+        :mod:`core.cache.decision`)."""
+        self.refresh_if_stale()
+        with self._lock:
+            if self._index.ntotal == 0:
+                return []
+            k = min(limit, int(self._index.ntotal))
+            scores, ids = self._index.search(np.asarray(vec, dtype=np.float32).reshape(1, -1), k)
+            found = [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0 and s >= floor]
+            vecs = {i: self._index.reconstruct(i) for i, _ in found}
+        entries = self.repo.cache_entries([i for i, _ in found])
+        return [(CacheCandidate(i, s, "semantic", entries[i].owner_user_id,
+                                entries[i].profile_fingerprint, entries[i].struct_key,
+                                entries[i].question, entries[i].lang), vecs[i])
+                for i, s in found if i in entries]
 
     def add(self, entry: CacheEntry, vec: np.ndarray) -> int:
         """Insert an entry (table first, then the index); returns its id."""
