@@ -262,7 +262,7 @@ def bench_cache_cmd(pairs: Optional[Path] = typer.Option(None, help="JSONL of {a
     """Precision, recall and false hits of the response cache per set and language, the chosen
     thresholds, the hit rate over a replay and the latency of hit turns (issue 15)."""
     _setup_logging()
-    from bot.bench.cache import bench_cache, bench_hit_latency
+    from bot.bench.cache import bench_cache, bench_decision_latency, bench_hit_latency
     from config.settings import get_settings
 
     if pairs is not None and not pairs.exists():
@@ -273,6 +273,7 @@ def bench_cache_cmd(pairs: Optional[Path] = typer.Option(None, help="JSONL of {a
     result = bench_cache(get_settings(), pairs, medquad or default_mq, as_json, curve)
     if latency > 0 and not as_json:
         result["latency"] = bench_hit_latency(get_settings(), latency)
+        result["decision_latency"] = bench_decision_latency(get_settings())
 
 
 @bench_app.command("triage")

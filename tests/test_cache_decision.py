@@ -90,6 +90,7 @@ def test_threshold_choice_respects_the_false_hit_budget():
     assert lowest_threshold(s, y, vet, 0.0) < t
     p, q = np.array([0.1, 0.8]), np.array([0.9, 0.9])
     assert list(scores(p, q, 0.5)) == [0.1, 0.9]
+    assert list(scores(p, q, 0.5, np.log1p(np.array([20.0, 3.0])), 16.0)) == [0.9, 0.9]
 
 
 def test_model_roundtrip(tmp_path):
@@ -106,3 +107,61 @@ def test_model_roundtrip(tmp_path):
 
     with pytest.raises(ModelMismatchError):
         read(tmp_path)
+
+
+def _ask(agent, user: str, text: str):
+    from core.messages import InboundMessage
+
+    return agent.handle(InboundMessage(user_id=user, text=text))
+
+
+def test_rewrite_with_another_key_hits_through_the_decision_with_its_trace(agent):
+    a = _ask(agent, "dec:first", "how do I lower my cholesterol")
+    assert a.trace["cache_hit"] is None
+    b = _ask(agent, "dec:second", "ways to reduce cholesterol levels")
+    hit = b.trace["cache_hit"]
+    assert hit is not None and b.text == a.text
+    d = hit["decision"]
+    assert d["hit"] and d["score"] >= default_model().threshold and d["vetoes"] == []
+    assert 0.0 < d["probability"] <= 1.0 and d["deciding"]
+    # the keyed path alone would not have served it: the two keys differ
+    assert b.trace["cache_key"]["digest"] != a.trace["cache_key"]["digest"]
+
+
+def test_learned_candidate_still_obeys_ownership(agent):
+    from dataclasses import asdict
+
+    from core.nodes.cache import find_candidates, select_hit
+    from core.text import question_key
+    from storage.models import CacheEntry
+
+    svc = agent.services
+    text, asked = "how do I lower my cholesterol", "ways to reduce cholesterol levels"
+    vec, vec_b = svc.embedder.embed_query(text), svc.embedder.embed_query(asked)
+    svc.repo.ensure_user("dec:owner")
+    svc.cache.add(CacheEntry(question=text, question_key=question_key(text), answer="mine",
+                             sources=[], lang="en", embedder=svc.embedder.name, embedding=b"",
+                             owner_user_id="dec:owner", profile_fingerprint="fp"), vec)
+    from config.flags import FeatureFlags
+
+    state = {"question": asked, "lang": "en", "user_id": "dec:other", "mode": "ai_agent",
+             "slots": svc.extractor.extract(asked, "en"), "flags": FeatureFlags()}
+    _, cands = find_candidates(state, svc, vec_b)
+    learned = [c for c in cands if c.decision is not None]
+    assert learned and learned[0].owner_user_id == "dec:owner"
+    assert select_hit({**state, "cache_candidates": [asdict(c) for c in cands]}) is None
+    off = {**state, "flags": FeatureFlags(cache_learned_decision=False)}
+    assert all(c.decision is None for c in find_candidates(off, svc, vec_b)[1])
+
+
+def test_curve_points_never_exceed_the_budget():
+    from bot.bench.cache import curve_point
+
+    same = np.array([True, True, True, False, False, False, False])
+    score = np.array([0.9, 0.8, 0.3, 0.85, 0.2, 0.1, 0.0])
+    p0 = curve_point(score, same, 0.0)
+    assert p0["threshold"] == 0.9 and p0["recall"] == pytest.approx(1 / 3, abs=1e-4) and p0["false_hits"] == 0
+    p25 = curve_point(score, same, 0.25)
+    assert p25["false_hits"] == 1 and p25["recall"] == 1.0 and p25["threshold"] == 0.3
+    always = np.array([False, False, False, True, False, False, False])
+    assert curve_point(score, same, 0.0, always)["threshold"] is None

@@ -33,7 +33,7 @@ import random
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -408,6 +408,7 @@ def bench_cache(settings, pairs_path: Path | None = None, medquad: Path | None =
                 "blind_at_configured": _by([o for o in outs if o.set == "blind"], t0, te0, True),
                 "blind_at_chosen": _by([o for o in outs if o.set == "blind"], t, te, True),
                 "all_at_configured": _by(outs, t0, te0, kinds=True),
+                "all_keyed_only": _by([replace(o, learned=False) for o in outs], t0, te0),
                 "replay_at_configured": replay_hit_rate(probe, replay_questions(), t0, te0),
             })
     if as_json:
@@ -437,6 +438,8 @@ def _print_report(result: dict, pairs_path: Path | None) -> None:
     _print_table("blind pairs (held out), configured thresholds", result["blind_at_configured"])
     _print_table("blind pairs (held out), chosen thresholds", result["blind_at_chosen"])
     _print_table("every set, configured thresholds", result["all_at_configured"])
+    _print_table("every set, keyed candidates only (without the learned decision)",
+                 result["all_keyed_only"])
     r = result["replay_at_configured"]
     print(f"\nreplay of the bundled questions (new user each, no memory): {r['hits']} hits "
           f"over {r['questions']} questions, hit rate {r['hit_rate']:.1%}")
@@ -482,4 +485,53 @@ def bench_hit_latency(settings, runs: int = 20) -> dict:
         print(f"  {k:<11} wall p50 {out['wall_ms'][k]['p50']:.1f} ms, p95 "
               f"{out['wall_ms'][k]['p95']:.1f} ms; CPU p50 {out['cpu_ms'][k]['p50']:.1f} ms")
     print("  per node p50: " + ", ".join(f"{k} {v:.1f}" for k, v in out["node_p50_ms"].items()))
+    return out
+
+
+def bench_decision_latency(settings, runs: int = 2) -> dict:
+    """Milliseconds of a lookup (:func:`core.nodes.cache.find_candidates`) with and without
+    the learned pair decision: the team pairs' ``a`` questions are stored, each ``b`` is
+    looked up (its own view and content words not remembered, as for a new question; the
+    entries' views remembered after their first reading, as in a running service).
+    Returns and prints p50/p95 of both and the difference of the p50s."""
+    from bot.bench.common import percentile
+    from core.nodes import cache as node
+    from core.text import question_key
+    from storage.models import CacheEntry
+
+    pairs = load_pairs()
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = _Probe(settings.model_copy(update={"database_url": f"sqlite:///{Path(tmp) / 'l.db'}"}))
+        probe.prepare([q for p in pairs for q in (p["a"], p["b"])])
+        for p in pairs:
+            st = probe.state(p["a"], "lat:a")
+            k = node.cache_key(st, probe.svc, st["question_vec"])
+            probe.svc.cache.add(CacheEntry(
+                question=p["a"], question_key=question_key(p["a"]), answer="-", sources=[],
+                lang=st["lang"], embedder=probe.svc.embedder.name, embedding=b"", struct_key=k.digest,
+                concept_key=k.concepts, qtype=k.qtype, polarity=k.polarity, soft_polarity=k.soft,
+                numbers=k.numbers), st["question_vec"])
+        ms: dict[str, list[float]] = {"keyed only": [], "with decision": []}
+        cpu: dict[str, list[float]] = {"keyed only": [], "with decision": []}
+        for _ in range(runs):
+            for p in pairs:
+                st = probe.state(p["b"], "lat:b")
+                for name, on in (("keyed only", False), ("with decision", True)):
+                    node._VIEW_MEMO.pop((p["b"], st["lang"]), None)
+                    node._CONTENT_MEMO.pop((p["b"], st["lang"]), None)
+                    flags = st["flags"].model_copy(update={"cache_learned_decision": on})
+                    t, c = time.perf_counter(), time.process_time()
+                    node.find_candidates({**st, "flags": flags}, probe.svc, st["question_vec"])
+                    ms[name].append((time.perf_counter() - t) * 1000)
+                    cpu[name].append((time.process_time() - c) * 1000)
+    out = {k: {"p50": percentile(v, 50), "p95": percentile(v, 95),
+               "cpu_p50": percentile(cpu[k], 50)} for k, v in ms.items()}
+    out["added_p50_ms"] = out["with decision"]["p50"] - out["keyed only"]["p50"]
+    out["added_cpu_p50_ms"] = out["with decision"]["cpu_p50"] - out["keyed only"]["cpu_p50"]
+    print(f"\nlookup with {len(pairs)} entries stored ({len(ms['keyed only'])} lookups, load "
+          f"average {os.getloadavg()[0]:.2f}): keyed only p50 {out['keyed only']['p50']:.2f} ms "
+          f"(p95 {out['keyed only']['p95']:.2f}); with the learned decision p50 "
+          f"{out['with decision']['p50']:.2f} ms (p95 {out['with decision']['p95']:.2f}); added "
+          f"p50 {out['added_p50_ms']:.2f} ms (CPU p50 {out['keyed only']['cpu_p50']:.2f} -> "
+          f"{out['with decision']['cpu_p50']:.2f}, added {out['added_cpu_p50_ms']:.2f} ms)")
     return out

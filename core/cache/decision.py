@@ -11,11 +11,13 @@ A candidate is served when, and only when, no hard veto applies (:func:`hard_vet
 either
 
 - P ≥ ``threshold`` (the learned branch), or
-- P ≥ ``floor`` and the calibrated cosine q(cos) = σ(α·cos + β) ≥ ``threshold`` (the cosine
-  branch: a pair the model does not reject, whose e5 cosine alone is as convincing).
+- the calibrated cosine q(cos) = σ(α·cos + β) ≥ ``threshold`` and either P ≥ ``floor`` (a
+  pair the model does not reject) or the two questions are long (a mean of at least
+  ``long_words`` words: long, multi-clause patient questions, where the structured features
+  are noisy and the e5 cosine was the better evidence in cross-validation).
 
-The single score :meth:`PairModel.score` = max(P, q(cos)) when P ≥ floor, else P, orders the
-pairs for the precision–recall curve; ``threshold`` is the operating point chosen on held-out
+The single score :meth:`PairModel.score` = max(P, q(cos)) when that gate holds, else P,
+orders the pairs for the precision–recall curve; ``threshold`` is the operating point chosen on held-out
 folds for a false-hit rate ≤ 0.3 %.
 
 The trained model ships as package data (``core/cache/data/pair_model.npz``: the trees as
@@ -104,23 +106,28 @@ class PairModel:
     cosine_platt: tuple[float, float]
     threshold: float
     floor: float
+    long_words: float
     vetoes: tuple[str, ...]
     meta: dict
 
     def raw(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """(log-odds of the trees, per-feature contributions (Saabas 2014 path attribution:
-        each split's change of the expected value goes to its feature))."""
+        each split's change of the expected value goes to its feature)). All trees are walked
+        together, one level at a time (NumPy; about 0.05 ms for 150 trees)."""
+        x = np.asarray(x, dtype=np.float64)
+        node = self.roots.astype(np.int64)
+        total = self.baseline + float(self.value[node].sum())
         contrib = np.zeros(len(self.feature_names))
-        total = self.baseline
-        for root in self.roots:
-            node = int(root)
-            total += float(self.value[node])
-            while not self.is_leaf[node]:
-                f = int(self.feature[node])
-                nxt = int(self.left[node] if x[f] <= self.threshold_value[node] else self.right[node])
-                contrib[f] += float(self.value[nxt] - self.value[node])
-                total += float(self.value[nxt] - self.value[node])
-                node = nxt
+        inner = ~self.is_leaf[node]
+        while inner.any():
+            cur = node[inner]
+            go_left = x[self.feature[cur]] <= self.threshold_value[cur]
+            nxt = np.where(go_left, self.left[cur], self.right[cur])
+            delta = self.value[nxt] - self.value[cur]
+            np.add.at(contrib, self.feature[cur], delta)
+            total += float(delta.sum())
+            node[inner] = nxt
+            inner = ~self.is_leaf[node]
         return total, contrib
 
     def probability(self, x: np.ndarray) -> float:
@@ -132,16 +139,18 @@ class PairModel:
         """q(cos): P(same) from the cosine alone (Platt-scaled on the training pairs)."""
         return _sigmoid(self.cosine_platt[0] * cos + self.cosine_platt[1])
 
-    def score(self, p: float, cos: float) -> float:
-        """max(P, q(cos)) when P ≥ floor, else P (see the module docstring)."""
-        return max(p, self.cosine_probability(cos)) if p >= self.floor else p
+    def score(self, p: float, cos: float, log_words: float) -> float:
+        """max(P, q(cos)) when P ≥ floor or log(1 + mean words) ≥ log(1 + long_words), else P
+        (see the module docstring)."""
+        gate = p >= self.floor or log_words >= math.log1p(self.long_words)
+        return max(p, self.cosine_probability(cos)) if gate else p
 
     def decide_features(self, x: np.ndarray, top: int = 4) -> Decision:
         """The :class:`Decision` for one feature vector."""
         z, contrib = self.raw(x)
         p = _sigmoid(self.platt[0] * z + self.platt[1])
         cos = float(x[0])
-        s = self.score(p, cos)
+        s = self.score(p, cos, float(x[self.feature_names.index("log_words")]))
         vetoes = [v for v in self.vetoes if x[self.feature_names.index(v)] > 0]
         branch = "model" if p >= self.threshold else ("cosine" if s >= self.threshold else "")
         order = np.argsort(-np.abs(contrib))[:top]
@@ -176,7 +185,7 @@ def read(directory: Path | None = None) -> PairModel:
         FEATURE_NAMES, arrays["feature"], arrays["threshold"], arrays["left"], arrays["right"],
         arrays["value"], arrays["is_leaf"].astype(bool), arrays["roots"], float(meta["baseline"]),
         tuple(meta["platt"]), tuple(meta["cosine_platt"]), float(meta["threshold"]),
-        float(meta["floor"]), tuple(meta["vetoes"]), meta)
+        float(meta["floor"]), float(meta["long_words"]), tuple(meta["vetoes"]), meta)
 
 
 @lru_cache(maxsize=1)

@@ -10,7 +10,7 @@ Steps (deterministic: fixed seeds, no early stopping):
    alone on the MQP pairs gives q(cos);
 3. the operating point: over a grid of ``floor`` values, the lowest ``threshold`` whose
    out-of-fold false-hit rate (after the hard vetoes) is ≤ :data:`TARGET_FHR`, keeping the
-   floor with the highest out-of-fold recall;
+   floor (and ``long_words``) with the highest out-of-fold recall;
 4. the ensemble is refitted on every training pair and written as arrays.
 """
 
@@ -31,6 +31,8 @@ from core.cache.pair_features import FEATURE_NAMES, QuestionView, pair_features,
 TARGET_FHR = 0.003
 FLOORS = (0.3, 0.5, 0.7, 1.01)
 """Candidate floors of the cosine branch (1.01: no cosine branch, the model alone)."""
+LONG_WORDS = (12.0, 16.0, 20.0, 1e9)
+"""Candidate mean word counts from which the cosine branch needs no floor (1e9: never)."""
 PARAMS = {"max_depth": 2, "max_iter": 150, "learning_rate": 0.05, "l2_regularization": 1.0,
           "early_stopping": False, "random_state": 0}
 """Ensemble settings chosen by grouped cross-validation on the training pairs (depth 2 and
@@ -93,9 +95,14 @@ def _sig(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(x, -50, 50)))
 
 
-def scores(p: np.ndarray, q: np.ndarray, floor: float) -> np.ndarray:
-    """The decision's score per pair: max(P, q) where P ≥ floor, else P."""
-    return np.where(p >= floor, np.maximum(p, q), p)
+def scores(p: np.ndarray, q: np.ndarray, floor: float, log_words: np.ndarray | None = None,
+           long_words: float = 1e9) -> np.ndarray:
+    """The decision's score per pair: max(P, q) where P ≥ floor or the pair's
+    log(1 + mean words) ≥ log(1 + long_words), else P."""
+    gate = p >= floor
+    if log_words is not None:
+        gate = gate | (log_words >= np.log1p(long_words))
+    return np.where(gate, np.maximum(p, q), p)
 
 
 def lowest_threshold(s: np.ndarray, y: np.ndarray, vetoed: np.ndarray, fhr: float) -> float:
@@ -130,6 +137,7 @@ class Trained:
     cosine_platt: tuple[float, float]
     threshold: float
     floor: float
+    long_words: float
     cv: dict
 
 
@@ -144,22 +152,24 @@ def train(pairs: list[Pair], X: np.ndarray) -> Trained:
     mqp = np.char.startswith(groups.astype(str), "mqp")
     ca, cb = platt(X[mqp, 0] if mqp.any() else X[:, 0], y[mqp] if mqp.any() else y)
     p, q, vet = _sig(a * z + b), _sig(ca * X[:, 0] + cb), vetoed(X)
+    lw = X[:, FEATURE_NAMES.index("log_words")]
     best = None
     for floor in FLOORS:
-        s = scores(p, q, floor)
-        t = lowest_threshold(s, y, vet, TARGET_FHR)
-        r = rates((s >= t) & ~vet, y)
-        if best is None or r["recall"] > best[2]["recall"]:
-            best = (floor, t, r)
-    floor, t, r = best
-    hit = (scores(p, q, floor) >= t) & ~vet
+        for long_words in LONG_WORDS:
+            s = scores(p, q, floor, lw, long_words)
+            t = lowest_threshold(s, y, vet, TARGET_FHR)
+            r = rates((s >= t) & ~vet, y)
+            if best is None or r["recall"] > best[3]["recall"]:
+                best = (floor, long_words, t, r)
+    floor, long_words, t, r = best
+    hit = (scores(p, q, floor, lw, long_words) >= t) & ~vet
     cv = {"folds": sorted(set(groups.tolist())), "oof_auc": round(float(roc_auc_score(y, z)), 4),
           "oof_auc_cosine": round(float(roc_auc_score(y, X[:, 0])), 4),
           "brier_raw": round(float(brier_score_loss(y, _sig(z))), 4),
           "brier_platt": round(float(brier_score_loss(y, p)), 4), "at_threshold": r,
           "by_group": {g: rates(hit[groups == g], y[groups == g]) for g in sorted(set(groups.tolist()))}}
     model = _ensemble().fit(X, y)
-    return Trained(model, (a, b), (ca, cb), t, floor, cv)
+    return Trained(model, (a, b), (ca, cb), t, floor, long_words, cv)
 
 
 def export_trees(model) -> dict[str, np.ndarray]:  # noqa: ANN001
@@ -207,7 +217,8 @@ def save(trained: Trained, pairs: list[Pair], embedder: str, out_dir: Path) -> P
     meta = {"feature_names": list(FEATURE_NAMES), "embedder": embedder,
             "baseline": float(np.ravel(trained.model._baseline_prediction)[0]),
             "platt": list(trained.platt), "cosine_platt": list(trained.cosine_platt),
-            "threshold": trained.threshold, "floor": trained.floor, "vetoes": list(VETOES),
+            "threshold": trained.threshold, "floor": trained.floor,
+            "long_words": trained.long_words, "vetoes": list(VETOES),
             "params": PARAMS, "target_false_hit_rate": TARGET_FHR, "cv": trained.cv,
             "training_pairs": len(pairs), "training_sha256": pairs_hash(pairs),
             "groups": sorted({p.group for p in pairs})}

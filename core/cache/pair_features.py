@@ -127,23 +127,29 @@ class QuestionView:
                          for p in self.key.concepts.split("|") if p)
 
 
-def view(text: str, lang: str, vec: np.ndarray, concepts, qtype) -> QuestionView:  # noqa: ANN001
+def view(text: str, lang: str, vec: np.ndarray, concepts, qtype,  # noqa: ANN001
+         content: tuple | None = None, key: CacheKey | None = None) -> QuestionView:
     """A :class:`QuestionView` of ``text``.
 
     Args:
         text: the question; lang: ``ko``/``en``; vec: its (384,) L2-normalised e5 vector.
         concepts: the extractor's concepts of ``text`` (``Concept`` list).
         qtype: its :class:`core.qtype.QuestionType` (label and per-label scores).
+        content: (content words, question-type cues, all stems) when the caller has them
+            (:func:`core.nodes.cache.question_content` computes the same three).
+        key: its :func:`core.cache.key.build_key` when the caller has it.
     """
     words = [c.matched for c in concepts if getattr(c, "matched", "")]
+    if content is None:
+        content = (content_words(text, key_spans(text, concepts)), qtype_cues(text, words),
+                   all_stems(text))
     norm = _norm(text)
     squashed = re.sub(r"\s+", " ", norm)
     return QuestionView(
         text=text, lang=lang, vec=np.asarray(vec, dtype=np.float32).reshape(-1),
-        key=build_key(text, lang, concepts, qtype.label),
+        key=key if key is not None else build_key(text, lang, concepts, qtype.label),
         qtype_scores=tuple(float(qtype.scores[k]) for k in sorted(qtype.scores)),
-        content=content_words(text, key_spans(text, concepts)), stems=all_stems(text),
-        cues=qtype_cues(text, words), quantities=quantities(text),
+        content=content[0], stems=content[2], cues=content[1], quantities=quantities(text),
         qwords=question_words(text), polarity=polarity(text),
         negation=len(_NEGATION.findall(norm)), history=bool(_HISTORY.search(norm)),
         prevention=bool(_PREVENT.search(norm)),

@@ -120,35 +120,39 @@ def pair_model(svc: Services) -> PairModel | None:
     return model if model.meta.get("embedder") == svc.embedder.name else None
 
 
-def question_view(text: str, lang: str, vec, svc: Services, slots=None) -> QuestionView:  # noqa: ANN001
+def question_view(text: str, lang: str, vec, svc: Services, slots=None,  # noqa: ANN001
+                  key: CacheKey | None = None) -> QuestionView:
     """:func:`core.cache.pair_features.view` of a question, remembered for the last 2,048
-    texts (an entry's view is read once per process)."""
+    texts (an entry's view is read once per process); ``slots``/``key``: the turn's own
+    extraction and structured key of ``text``, when known."""
     memo_key = (text, lang)
     found = _VIEW_MEMO.get(memo_key)
     if found is None:
         slots = slots if slots is not None else svc.extractor.extract(text, lang)
         qvec = vec if svc.embedder.name == e5_name() else None
-        found = view(text, lang, vec, slots.concepts, classify_question(text, lang, vec=qvec))
+        found = view(text, lang, vec, slots.concepts, classify_question(text, lang, vec=qvec),
+                     question_content(text, lang, svc, slots), key)
         _VIEW_MEMO[memo_key] = found
         while len(_VIEW_MEMO) > _CONTENT_MEMO_SIZE:
             _VIEW_MEMO.popitem(last=False)
     return found
 
 
-def learned_candidates(state: AgentState, svc: Services, vec, taken: set[int]  # noqa: ANN001
-                       ) -> list[CacheCandidate]:
+def learned_candidates(state: AgentState, svc: Services, vec, taken: set[int],  # noqa: ANN001
+                       key: CacheKey | None = None) -> list[CacheCandidate]:
     """Entries of any key among the 5 nearest (cosine ≥ :data:`DECISION_FLOOR`, same answer
     language, not in ``taken``) that the learned pair decision (:mod:`core.cache.decision`)
-    accepts for this question, most probable first, each carrying its decision trace.
+    accepts for this question, most probable first, each carrying its decision trace
+    (the mirror was refreshed by the keyed lookup just before).
     Ownership is decided afterwards by :func:`select_hit`, as for keyed candidates."""
     model = pair_model(svc)
     if model is None:
         return []
-    near = [(c, v) for c, v in svc.cache.nearest(vec, DECISION_FLOOR)
+    near = [(c, v) for c, v in svc.cache.nearest(vec, DECISION_FLOOR, refresh=False)
             if c.entry_id not in taken and c.question and c.lang == state["lang"]]
     if not near:
         return []
-    mine = question_view(state["question"], state["lang"], vec, svc, state.get("slots"))
+    mine = question_view(state["question"], state["lang"], vec, svc, state.get("slots"), key)
     out = []
     for c, v in near:
         d = model.decide(question_view(c.question, state["lang"], v, svc), mine)
@@ -168,7 +172,7 @@ def find_candidates(state: AgentState, svc: Services, vec) -> tuple[CacheKey, li
     cands = svc.cache.lookup(question_key(state["question"]), vec, threshold, key=key)
     cands = screen_content(state, svc, cands)
     if state["flags"].cache_learned_decision:
-        cands += learned_candidates(state, svc, vec, {c.entry_id for c in cands})
+        cands += learned_candidates(state, svc, vec, {c.entry_id for c in cands}, key)
     return key, cands
 
 
