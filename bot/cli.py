@@ -38,6 +38,8 @@ from bot.qtype_cli import qtype_app  # noqa: E402
 app.add_typer(qtype_app, name="qtype")
 from bot.llm_cli import llm_app  # noqa: E402
 app.add_typer(llm_app, name="llm")
+from bot.cache_cli import cache_app  # noqa: E402
+app.add_typer(cache_app, name="cache")
 
 
 def _setup_logging() -> None:
@@ -255,19 +257,23 @@ def bench_memory_cmd(turns: int = typer.Option(10_000, help="Stored turns for th
 def bench_cache_cmd(pairs: Optional[Path] = typer.Option(None, help="JSONL of {a, b, same} pairs to run instead of the bundled sets."),
                     medquad: Optional[Path] = typer.Option(None, help="MedQuAD corpus.jsonl for the derived pairs (default ../shared/data/medquad)."),
                     latency: int = typer.Option(20, help="Cache-hit turns to time (0: skip)."),
+                    curve: bool = typer.Option(False, "--curve", help="With --pairs: precision-recall by false-hit budget of plain cosine, the learned decision and the served decision."),
                     as_json: bool = typer.Option(False, "--json")) -> None:
     """Precision, recall and false hits of the response cache per set and language, the chosen
     thresholds, the hit rate over a replay and the latency of hit turns (issue 15)."""
     _setup_logging()
-    from bot.bench.cache import bench_cache, bench_hit_latency
+    from bot.bench.cache import bench_cache, bench_decision_latency, bench_hit_latency
     from config.settings import get_settings
 
     if pairs is not None and not pairs.exists():
         _fail(f"no such file: {pairs}")
     default_mq = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "medquad" / "corpus.jsonl"
-    result = bench_cache(get_settings(), pairs, medquad or default_mq, as_json)
+    if curve and pairs is None:
+        _fail("--curve needs --pairs FILE")
+    result = bench_cache(get_settings(), pairs, medquad or default_mq, as_json, curve)
     if latency > 0 and not as_json:
         result["latency"] = bench_hit_latency(get_settings(), latency)
+        result["decision_latency"] = bench_decision_latency(get_settings())
 
 
 @bench_app.command("triage")

@@ -43,6 +43,7 @@ class FeatureFlags(BaseModel):
     compression_threshold: int = Field(5, ge=1, le=100)
     response_cache_enabled: bool = True
     cache_similarity_threshold: float = Field(0.85, ge=0.0, le=1.0)
+    cache_learned_decision: bool = True
     style_variation_level: float = Field(0.0, ge=0.0, le=1.0)
     include_history: bool = True
     include_profile: bool = True

@@ -274,9 +274,18 @@ def _response_cache_enabled(offline, llm):
 def _cache_similarity_threshold(offline, llm):
     run(offline, ["What are the common side effects of metformin tablets?"], {"response_cache_enabled": True})
     para = "Which common side effects do metformin tablets have?"  # cosine ≈ 0.995 with e5
-    loose = run(offline, [para], {"response_cache_enabled": True, "cache_similarity_threshold": 0.9})
-    strict = run(offline, [para], {"response_cache_enabled": True, "cache_similarity_threshold": 0.999})
+    keyed = {"response_cache_enabled": True, "cache_learned_decision": False}
+    loose = run(offline, [para], {**keyed, "cache_similarity_threshold": 0.9})
+    strict = run(offline, [para], {**keyed, "cache_similarity_threshold": 0.999})
     assert loose.trace["cache_hit"] and not strict.trace["cache_hit"]
+
+
+def _cache_learned_decision(offline, llm):
+    run(offline, ["how do I lower my cholesterol"], {"response_cache_enabled": True})
+    para = "ways to reduce cholesterol levels"  # another structured key: only the decision serves it
+    on = run(offline, [para], {"response_cache_enabled": True, "cache_learned_decision": True})
+    off = run(offline, [para], {"response_cache_enabled": True, "cache_learned_decision": False})
+    assert not off.trace["cache_hit"] and on.trace["cache_hit"]["decision"]["hit"]
 
 
 def _include_history(offline, llm):

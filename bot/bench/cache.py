@@ -33,7 +33,7 @@ import random
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -56,11 +56,15 @@ class Outcome:
     similarity: float
     has_concepts: bool
     half: str
+    learned: bool = False
+    score: float = 0.0
+    probability: float = 0.0
 
     def hit(self, t: float, t_empty: float) -> bool:
-        """Would ``b`` be served ``a``'s answer with these thresholds?"""
+        """Would ``b`` be served ``a``'s answer with these thresholds (keyed candidates at
+        ``t``/``t_empty``; the learned decision at its own operating point)?"""
         need = t if self.has_concepts else max(t, t_empty)
-        return self.keyed and (self.exact or self.similarity >= need)
+        return self.learned or (self.keyed and (self.exact or self.similarity >= need))
 
 
 def _plain(o):  # NumPy scalars in the JSON output
@@ -157,37 +161,55 @@ class _Probe:
         """The part of a turn's state the cache reads (after ``store_memory``)."""
         from core.text import detect_lang
 
+        from config.flags import FeatureFlags
+
         lang = detect_lang(text)
         return {"question": text, "lang": lang, "user_id": user, "mode": "ai_agent",
-                "slots": self.svc.extractor.extract(text, lang), "question_vec": self._vecs[text]}
+                "slots": self.svc.extractor.extract(text, lang), "question_vec": self._vecs[text],
+                "flags": FeatureFlags()}
 
     def outcome(self, pair: dict, set_name: str) -> Outcome:
         """Store ``a``, look up ``b`` (another user), remove ``a``."""
         from dataclasses import asdict
 
-        from core.nodes.cache import cache_key, screen_content, select_hit
+        from core.nodes.cache import cache_key, learned_candidates, screen_content, select_hit
         from core.text import question_key
         from storage.models import CacheEntry
 
         sa, sb = self.state(pair["a"], "bench:a"), self.state(pair["b"], "bench:b")
         ka = cache_key(sa, self.svc, sa["question_vec"])
-        kb = cache_key(sb, self.svc, sb["question_vec"])
         entry_id = self.svc.cache.add(CacheEntry(
             question=pair["a"], question_key=question_key(pair["a"]), answer="-", sources=[],
             lang=sa["lang"], embedder=self.svc.embedder.name, embedding=b"",
             struct_key=ka.digest, concept_key=ka.concepts, qtype=ka.qtype, polarity=ka.polarity,
             soft_polarity=ka.soft, numbers=ka.numbers), sa["question_vec"])
-        try:
+        kb = cache_key(sb, self.svc, sb["question_vec"])
+        try:  # keyed candidates at any cosine (scores() applies the thresholds), then learned
             cands = self.svc.cache.lookup(question_key(pair["b"]), sb["question_vec"], -1.0, key=kb)
             cands = screen_content(sb, self.svc, cands)
             hit = select_hit({**sb, "cache_candidates": [asdict(c) for c in cands]})
+            found = learned_candidates(sb, self.svc, sb["question_vec"], set())
+            learned = select_hit({**sb, "cache_candidates": [asdict(c) for c in found]})
         finally:
             self.svc.cache.remove([entry_id])
         sim = float(np.dot(sa["question_vec"], sb["question_vec"]))
+        score, prob = self.decision_score(pair, sa, sb, sim)
         return Outcome(set_name, pair.get("lang") or sb["lang"], pair.get("kind", ""),
                        bool(pair["same"]), hit is not None,
                        bool(hit and hit["kind"] == "exact"), sim, bool(kb.concepts),
-                       half_of(pair))
+                       half_of(pair), learned is not None, score, prob)
+
+    def decision_score(self, pair: dict, sa: dict, sb: dict, sim: float) -> tuple[float, float]:
+        """(score, P) of the learned decision for the pair as the served path sees it: the
+        score is 0 below the candidate floor, for another answer language or under a veto."""
+        from core.nodes.cache import DECISION_FLOOR, pair_model, question_view
+
+        model = pair_model(self.svc)
+        if model is None or sim < DECISION_FLOOR or sa["lang"] != sb["lang"]:
+            return 0.0, 0.0
+        d = model.decide(question_view(pair["a"], sa["lang"], sa["question_vec"], self.svc, sa["slots"]),
+                         question_view(pair["b"], sb["lang"], sb["question_vec"], self.svc, sb["slots"]))
+        return (0.0 if d.vetoes else d.score), d.probability
 
 
 def scores(outs: list[Outcome], t: float, t_empty: float) -> dict:
@@ -272,6 +294,70 @@ def replay_questions() -> list[str]:
     return qs + [r["query"] for r in _read_jsonl(text)]
 
 
+CURVE_FHR = (0.0, 0.001, 0.002, 0.003, 0.005, 0.01, 0.02, 0.05)
+
+
+def curve_point(score: np.ndarray, same: np.ndarray, budget: float,
+                always: np.ndarray | None = None) -> dict:
+    """The operating point of ``score`` with the highest recall whose false-hit rate is ≤
+    ``budget`` on these pairs: ``threshold`` (hit when score ≥ it; pairs with ``always``
+    hit at any threshold), precision, recall, false hits and rate."""
+    always = np.zeros(len(same), bool) if always is None else always
+    n_neg = max(int((~same).sum()), 1)
+    best = {"threshold": float("inf"), **_rates(always, same)}
+    if best["false_hit_rate"] > budget:
+        return {**best, "threshold": None}
+    for t in sorted(set(score.tolist()), reverse=True):
+        hit = always | (score >= t)
+        if int((hit & ~same).sum()) / n_neg > budget:
+            break
+        best = {"threshold": round(float(t), 4), **_rates(hit, same)}
+    return best
+
+
+def _rates(hit: np.ndarray, same: np.ndarray) -> dict:
+    tp, fp = int((hit & same).sum()), int((hit & ~same).sum())
+    return {"precision": round(tp / (tp + fp), 4) if tp + fp else 1.0,
+            "recall": round(tp / max(int(same.sum()), 1), 4), "false_hits": fp,
+            "false_hit_rate": round(fp / max(int((~same).sum()), 1), 4)}
+
+
+def curves(outs: list[Outcome], t: float, te: float) -> dict:
+    """Precision-recall curves on the same pairs, as the best point at each false-hit budget
+    of :data:`CURVE_FHR`: plain e5 cosine, the learned decision's score, and the served
+    decision (keyed candidates at the configured thresholds, or the learned score ≥ the
+    threshold); plus the operating points the service uses."""
+    same = np.array([o.same for o in outs])
+    cos = np.array([o.similarity for o in outs])
+    score = np.array([o.score for o in outs])
+    keyed = np.array([o.keyed and (o.exact or o.similarity >= (t if o.has_concepts else max(t, te)))
+                      for o in outs])
+    learned = np.array([o.learned for o in outs])
+    return {"budgets": list(CURVE_FHR),
+            "cosine": [curve_point(cos, same, b) for b in CURVE_FHR],
+            "decision": [curve_point(score, same, b) for b in CURVE_FHR],
+            "served": [curve_point(score, same, b, keyed) for b in CURVE_FHR],
+            "operating": {"keyed (main)": _rates(keyed, same), "learned": _rates(learned, same),
+                          "served (keyed or learned)": _rates(keyed | learned, same)}}
+
+
+def _print_curves(c: dict) -> None:
+    print("\nprecision-recall by false-hit budget (best point on these pairs)")
+    print(f"  {'budget':>7} | {'cosine: thr':>11}{'P':>7}{'R':>7}{'FH':>4} | {'decision: thr':>13}"
+          f"{'P':>7}{'R':>7}{'FH':>4} | {'served: thr':>11}{'P':>7}{'R':>7}{'FH':>4}")
+    for i, b in enumerate(c["budgets"]):
+        row = f"  {b:>7.3%} |"
+        for name, w in (("cosine", 11), ("decision", 13), ("served", 11)):
+            p = c[name][i]
+            thr = "-" if p["threshold"] is None else f"{p['threshold']:.4f}"
+            row += f" {thr:>{w}}{p['precision']:>7.3f}{p['recall']:>7.3f}{p['false_hits']:>4} |"
+        print(row.rstrip(" |"))
+    print("operating points:")
+    for name, r in c["operating"].items():
+        print(f"  {name:<26} P {r['precision']:.3f} R {r['recall']:.3f} false hits "
+              f"{r['false_hits']} ({r['false_hit_rate']:.2%})")
+
+
 def _print_table(title: str, table: dict) -> None:
     print(f"\n{title}")
     print(f"  {'set':<10}{'slice':<30}{'pairs':>6}{'para':>6}{'prec':>8}{'recall':>8}"
@@ -288,7 +374,7 @@ def _print_table(title: str, table: dict) -> None:
 
 
 def bench_cache(settings, pairs_path: Path | None = None, medquad: Path | None = None,
-                as_json: bool = False) -> dict:
+                as_json: bool = False, curve: bool = False) -> dict:
     """Run the benchmark (see the module docstring); prints tables or JSON, returns the dict."""
     from config.flags import FeatureFlags
     from core.cache.key import EMPTY_CONCEPT_THRESHOLD
@@ -310,6 +396,8 @@ def bench_cache(settings, pairs_path: Path | None = None, medquad: Path | None =
         if pairs_path is not None:
             s = scores(outs, t0, te0)
             result.update({**s, "by_language": _by(outs, t0, te0)[pairs_path.stem]})
+            if curve:
+                result["curve"] = curves(outs, t0, te0)
         else:
             tunable = [o for o in outs if o.set != "blind"]
             t, te, tune = choose_thresholds([o for o in tunable if o.half == "tune"])
@@ -320,6 +408,7 @@ def bench_cache(settings, pairs_path: Path | None = None, medquad: Path | None =
                 "blind_at_configured": _by([o for o in outs if o.set == "blind"], t0, te0, True),
                 "blind_at_chosen": _by([o for o in outs if o.set == "blind"], t, te, True),
                 "all_at_configured": _by(outs, t0, te0, kinds=True),
+                "all_keyed_only": _by([replace(o, learned=False) for o in outs], t0, te0),
                 "replay_at_configured": replay_hit_rate(probe, replay_questions(), t0, te0),
             })
     if as_json:
@@ -338,6 +427,8 @@ def _print_report(result: dict, pairs_path: Path | None) -> None:
             "all": {k: result[k] for k in ("pairs", "paraphrases", "negatives", "precision",
                                            "recall", "false_hits", "false_hit_rate")},
             **{k: v for k, v in result["by_language"].items() if k != "all"}}})
+        if "curve" in result:
+            _print_curves(result["curve"])
         return
     ch = result["chosen"]
     print(f"chosen on the tuning half (precision ≥ {TARGET_PRECISION}): cosine "
@@ -347,6 +438,8 @@ def _print_report(result: dict, pairs_path: Path | None) -> None:
     _print_table("blind pairs (held out), configured thresholds", result["blind_at_configured"])
     _print_table("blind pairs (held out), chosen thresholds", result["blind_at_chosen"])
     _print_table("every set, configured thresholds", result["all_at_configured"])
+    _print_table("every set, keyed candidates only (without the learned decision)",
+                 result["all_keyed_only"])
     r = result["replay_at_configured"]
     print(f"\nreplay of the bundled questions (new user each, no memory): {r['hits']} hits "
           f"over {r['questions']} questions, hit rate {r['hit_rate']:.1%}")
@@ -392,4 +485,53 @@ def bench_hit_latency(settings, runs: int = 20) -> dict:
         print(f"  {k:<11} wall p50 {out['wall_ms'][k]['p50']:.1f} ms, p95 "
               f"{out['wall_ms'][k]['p95']:.1f} ms; CPU p50 {out['cpu_ms'][k]['p50']:.1f} ms")
     print("  per node p50: " + ", ".join(f"{k} {v:.1f}" for k, v in out["node_p50_ms"].items()))
+    return out
+
+
+def bench_decision_latency(settings, runs: int = 2) -> dict:
+    """Milliseconds of a lookup (:func:`core.nodes.cache.find_candidates`) with and without
+    the learned pair decision: the team pairs' ``a`` questions are stored, each ``b`` is
+    looked up (its own view and content words not remembered, as for a new question; the
+    entries' views remembered after their first reading, as in a running service).
+    Returns and prints p50/p95 of both and the difference of the p50s."""
+    from bot.bench.common import percentile
+    from core.nodes import cache as node
+    from core.text import question_key
+    from storage.models import CacheEntry
+
+    pairs = load_pairs()
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = _Probe(settings.model_copy(update={"database_url": f"sqlite:///{Path(tmp) / 'l.db'}"}))
+        probe.prepare([q for p in pairs for q in (p["a"], p["b"])])
+        for p in pairs:
+            st = probe.state(p["a"], "lat:a")
+            k = node.cache_key(st, probe.svc, st["question_vec"])
+            probe.svc.cache.add(CacheEntry(
+                question=p["a"], question_key=question_key(p["a"]), answer="-", sources=[],
+                lang=st["lang"], embedder=probe.svc.embedder.name, embedding=b"", struct_key=k.digest,
+                concept_key=k.concepts, qtype=k.qtype, polarity=k.polarity, soft_polarity=k.soft,
+                numbers=k.numbers), st["question_vec"])
+        ms: dict[str, list[float]] = {"keyed only": [], "with decision": []}
+        cpu: dict[str, list[float]] = {"keyed only": [], "with decision": []}
+        for _ in range(runs):
+            for p in pairs:
+                st = probe.state(p["b"], "lat:b")
+                for name, on in (("keyed only", False), ("with decision", True)):
+                    node._VIEW_MEMO.pop((p["b"], st["lang"]), None)
+                    node._CONTENT_MEMO.pop((p["b"], st["lang"]), None)
+                    flags = st["flags"].model_copy(update={"cache_learned_decision": on})
+                    t, c = time.perf_counter(), time.process_time()
+                    node.find_candidates({**st, "flags": flags}, probe.svc, st["question_vec"])
+                    ms[name].append((time.perf_counter() - t) * 1000)
+                    cpu[name].append((time.process_time() - c) * 1000)
+    out = {k: {"p50": percentile(v, 50), "p95": percentile(v, 95),
+               "cpu_p50": percentile(cpu[k], 50)} for k, v in ms.items()}
+    out["added_p50_ms"] = out["with decision"]["p50"] - out["keyed only"]["p50"]
+    out["added_cpu_p50_ms"] = out["with decision"]["cpu_p50"] - out["keyed only"]["cpu_p50"]
+    print(f"\nlookup with {len(pairs)} entries stored ({len(ms['keyed only'])} lookups, load "
+          f"average {os.getloadavg()[0]:.2f}): keyed only p50 {out['keyed only']['p50']:.2f} ms "
+          f"(p95 {out['keyed only']['p95']:.2f}); with the learned decision p50 "
+          f"{out['with decision']['p50']:.2f} ms (p95 {out['with decision']['p95']:.2f}); added "
+          f"p50 {out['added_p50_ms']:.2f} ms (CPU p50 {out['keyed only']['cpu_p50']:.2f} -> "
+          f"{out['with decision']['cpu_p50']:.2f}, added {out['added_cpu_p50_ms']:.2f} ms)")
     return out

@@ -11,18 +11,23 @@ from sqlalchemy.engine import Connection
 from storage.models import Turn
 
 HIT_KEYS = frozenset({"entry_id", "kind", "similarity", "shared", "tokens_saved",
-                      "llm_calls_saved", "ms_saved", "style_varied"})
+                      "llm_calls_saved", "ms_saved", "style_varied", "decision"})
 """The keys of ``turn.meta["cache"]``: the entry's id, the match, whether the entry was shared
-and what the hit saved. Nothing of the entry's question, answer or owner."""
+and what the hit saved; for a hit of the learned pair decision, its probability, vetoes and
+deciding features (names and numbers only). Nothing of the entry's question, answer or owner."""
 
 
 def hit_record(candidate: dict[str, Any]) -> dict[str, Any]:
     """The reference a hit keeps (in ``turn.meta["cache"]`` and the trace) from a cache
     candidate (:class:`core.cache.response_cache.CacheCandidate` as a dict): ``entry_id``,
-    ``kind`` (``exact``/``semantic``), ``similarity`` (cosine, 4 decimals) and ``shared``."""
-    return {"entry_id": int(candidate["entry_id"]), "kind": str(candidate.get("kind") or ""),
-            "similarity": round(float(candidate.get("similarity") or 0.0), 4),
-            "shared": candidate.get("owner_user_id") is None}
+    ``kind`` (``exact``/``semantic``), ``similarity`` (cosine, 4 decimals), ``shared`` and, for a
+    candidate of the learned decision, ``decision`` (:meth:`core.cache.decision.Decision.trace`)."""
+    out = {"entry_id": int(candidate["entry_id"]), "kind": str(candidate.get("kind") or ""),
+           "similarity": round(float(candidate.get("similarity") or 0.0), 4),
+           "shared": candidate.get("owner_user_id") is None}
+    if candidate.get("decision"):
+        out["decision"] = candidate["decision"]
+    return out
 
 
 def scrub_hit_references(conn: Connection, entry_ids: list[int]) -> int:

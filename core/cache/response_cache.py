@@ -15,7 +15,7 @@ the table: :meth:`ResponseCache.refresh_if_stale`.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import faiss
 import numpy as np
@@ -36,6 +36,10 @@ class CacheCandidate:
     profile_fingerprint: str | None
     struct_key: str | None = None
     question: str | None = None
+    lang: str | None = None
+    decision: dict | None = None
+    """The learned pair decision's trace (:meth:`core.cache.decision.Decision.trace`) when
+    this candidate came from :meth:`ResponseCache.nearest` rather than the structured key."""
 
 
 class ResponseCache:
@@ -55,6 +59,7 @@ class ResponseCache:
         self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
         self._groups: dict[str, dict[int, tuple[np.ndarray, str]]] = {}
         self._version: tuple[int, int, int] | None = None
+        self._heads: dict[int, CacheCandidate] = {}
         self.reload()
 
     def reload(self) -> None:
@@ -70,6 +75,7 @@ class ResponseCache:
                 groups.setdefault(key or "", {})[i] = (v, soft or "")
         with self._lock:
             self._index, self._groups, self._version = index, groups, version
+            self._heads = {}
 
     def refresh_if_stale(self) -> bool:
         """Reload when the table changed since the mirror was built (one cheap query);
@@ -142,6 +148,37 @@ class ResponseCache:
                 for s, i in ranked]
         return out[:limit]
 
+    def nearest(self, vec: np.ndarray, floor: float, limit: int = 5, refresh: bool = True
+                ) -> list[tuple[CacheCandidate, np.ndarray]]:
+        """The ``limit`` entries nearest to ``vec`` over every key with cosine ≥ ``floor``,
+        best first, each with its stored (dim,) vector (for the learned pair decision,
+        :mod:`core.cache.decision`); ``refresh=False`` skips the staleness check (the caller
+        just made one)."""
+        if refresh:
+            self.refresh_if_stale()
+        with self._lock:
+            if self._index.ntotal == 0:
+                return []
+            k = min(limit, int(self._index.ntotal))
+            scores, ids = self._index.search(np.asarray(vec, dtype=np.float32).reshape(1, -1), k)
+            found = [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0 and s >= floor]
+            vecs = {i: self._index.reconstruct(i) for i, _ in found}
+        if not found:
+            return []
+        heads = self._candidate_heads([i for i, _ in found])
+        return [(replace(heads[i], similarity=s), vecs[i]) for i, s in found if i in heads]
+
+    def _candidate_heads(self, ids: list[int]) -> dict[int, CacheCandidate]:
+        """Owner, fingerprint, key, question and language of entries (rows never change after
+        insertion, so they are remembered until the entry is removed or the mirror rebuilt)."""
+        missing = [i for i in ids if i not in self._heads]
+        if missing:
+            for i, e in self.repo.cache_entries(missing).items():
+                self._heads[i] = CacheCandidate(i, 0.0, "semantic", e.owner_user_id,
+                                                e.profile_fingerprint, e.struct_key, e.question,
+                                                e.lang)
+        return {i: self._heads[i] for i in ids if i in self._heads}
+
     def add(self, entry: CacheEntry, vec: np.ndarray) -> int:
         """Insert an entry (table first, then the index); returns its id."""
         entry.embedding = np.asarray(vec, dtype=np.float32).tobytes()
@@ -167,6 +204,8 @@ class ResponseCache:
             for group in self._groups.values():
                 for i in ids:
                     group.pop(int(i), None)
+            for i in ids:
+                self._heads.pop(int(i), None)
         return n
 
 

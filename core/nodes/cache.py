@@ -9,6 +9,8 @@ from typing import Any
 
 from core.cache.content import all_stems, content_conflict, content_words
 from core.cache.cues import cue_conflict, qtype_cues
+from core.cache.decision import ModelMismatchError, PairModel, default_model
+from core.cache.pair_features import QuestionView, view
 from core.cache.hits import hit_record
 from core.cache.key import CacheKey, build_key, key_spans, threshold_for
 from core.cache.ownership import depends_on_asker, is_personal, personal_fingerprint
@@ -78,8 +80,10 @@ def question_content(text: str, lang: str, svc: Services, slots=None) -> tuple: 
 
 
 def forget_content_memo() -> None:
-    """Empty the memory of question texts' content words (an erasure calls it)."""
+    """Empty the memory of question texts' content words and pair-decision views (an erasure
+    calls it)."""
     _CONTENT_MEMO.clear()
+    _VIEW_MEMO.clear()
 
 
 def _agree(a: tuple, b: tuple) -> bool:
@@ -98,6 +102,80 @@ def screen_content(state: AgentState, svc: Services, cands: list[CacheCandidate]
             or _agree(mine, question_content(c.question, state["lang"], svc))]
 
 
+DECISION_FLOOR = 0.80
+"""Cosine below which the learned decision does not look at an entry (no training pair below
+it reached the operating point; docs/benchmarks.md "Cache pair decision")."""
+
+_VIEW_MEMO: OrderedDict[tuple[str, str], QuestionView] = OrderedDict()
+
+
+def pair_model(svc: Services) -> PairModel | None:
+    """The shipped pair-decision model, or ``None`` when it is missing, stale or made for
+    another embedder than the service's (the keyed path then decides alone)."""
+    try:
+        model = default_model()
+    except (FileNotFoundError, ModelMismatchError) as exc:
+        log.warning("cache pair model unusable: %s", exc)
+        return None
+    return model if model.meta.get("embedder") == svc.embedder.name else None
+
+
+def question_view(text: str, lang: str, vec, svc: Services, slots=None,  # noqa: ANN001
+                  key: CacheKey | None = None) -> QuestionView:
+    """:func:`core.cache.pair_features.view` of a question, remembered for the last 2,048
+    texts (an entry's view is read once per process); ``slots``/``key``: the turn's own
+    extraction and structured key of ``text``, when known."""
+    memo_key = (text, lang)
+    found = _VIEW_MEMO.get(memo_key)
+    if found is None:
+        slots = slots if slots is not None else svc.extractor.extract(text, lang)
+        qvec = vec if svc.embedder.name == e5_name() else None
+        found = view(text, lang, vec, slots.concepts, classify_question(text, lang, vec=qvec),
+                     question_content(text, lang, svc, slots), key)
+        _VIEW_MEMO[memo_key] = found
+        while len(_VIEW_MEMO) > _CONTENT_MEMO_SIZE:
+            _VIEW_MEMO.popitem(last=False)
+    return found
+
+
+def learned_candidates(state: AgentState, svc: Services, vec, taken: set[int],  # noqa: ANN001
+                       key: CacheKey | None = None) -> list[CacheCandidate]:
+    """Entries of any key among the 5 nearest (cosine ≥ :data:`DECISION_FLOOR`, same answer
+    language, not in ``taken``) that the learned pair decision (:mod:`core.cache.decision`)
+    accepts for this question, most probable first, each carrying its decision trace
+    (the mirror was refreshed by the keyed lookup just before).
+    Ownership is decided afterwards by :func:`select_hit`, as for keyed candidates."""
+    model = pair_model(svc)
+    if model is None:
+        return []
+    near = [(c, v) for c, v in svc.cache.nearest(vec, DECISION_FLOOR, refresh=False)
+            if c.entry_id not in taken and c.question and c.lang == state["lang"]]
+    if not near:
+        return []
+    mine = question_view(state["question"], state["lang"], vec, svc, state.get("slots"), key)
+    out = []
+    for c, v in near:
+        d = model.decide(question_view(c.question, state["lang"], v, svc), mine)
+        if d.hit:
+            c.decision = d.trace()
+            out.append(c)
+    return sorted(out, key=lambda c: -c.decision["probability"])
+
+
+def find_candidates(state: AgentState, svc: Services, vec) -> tuple[CacheKey, list[CacheCandidate]]:  # noqa: ANN001
+    """The question's structured key and its cache candidates: the keyed ones
+    (:meth:`core.cache.response_cache.ResponseCache.lookup` within the key, then
+    :func:`screen_content`), then those the learned pair decision accepts
+    (:func:`learned_candidates`, when the flag ``cache_learned_decision`` is on)."""
+    key = cache_key(state, svc, vec)
+    threshold = threshold_for(key, state["flags"].cache_similarity_threshold)
+    cands = svc.cache.lookup(question_key(state["question"]), vec, threshold, key=key)
+    cands = screen_content(state, svc, cands)
+    if state["flags"].cache_learned_decision:
+        cands += learned_candidates(state, svc, vec, {c.entry_id for c in cands}, key)
+    return key, cands
+
+
 def check_similarity(state: AgentState, svc: Services) -> dict[str, Any]:
     """Embed the question once (the vector also serves dense retrieval) and find cached
     answers with the same structured key: exact normalised match first, then cosine ≥
@@ -105,7 +183,8 @@ def check_similarity(state: AgentState, svc: Services) -> dict[str, Any]:
     when the key has no concept: :func:`core.cache.key.threshold_for`).
 
     Runs after ``store_memory`` (the key needs the extracted concepts). Whether a candidate
-    may be served is decided by :func:`select_hit`.
+    may be served is decided by :func:`select_hit`. The learned pair decision adds the
+    entries of other keys it accepts (:func:`find_candidates`).
     """
     if state["mode"] == "llm":
         return {"question_vec": None, "cache_candidates": []}
@@ -115,10 +194,7 @@ def check_similarity(state: AgentState, svc: Services) -> dict[str, Any]:
         out["notes"] = state.get("notes", []) + notes
     if vec is None or not state["flags"].response_cache_enabled:
         return out
-    key = cache_key(state, svc, vec)
-    threshold = threshold_for(key, state["flags"].cache_similarity_threshold)
-    cands = svc.cache.lookup(question_key(state["question"]), vec, threshold, key=key)
-    cands = screen_content(state, svc, cands)
+    key, cands = find_candidates(state, svc, vec)
     return {**out, "cache_key": key.to_dict(), "cache_candidates": [asdict(c) for c in cands]}
 
 
