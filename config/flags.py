@@ -44,6 +44,7 @@ class FeatureFlags(BaseModel):
     response_cache_enabled: bool = True
     cache_similarity_threshold: float = Field(0.85, ge=0.0, le=1.0)
     cache_learned_decision: bool = True
+    cache_llm_check: bool = False
     style_variation_level: float = Field(0.0, ge=0.0, le=1.0)
     include_history: bool = True
     include_profile: bool = True

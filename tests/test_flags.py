@@ -288,6 +288,30 @@ def _cache_learned_decision(offline, llm):
     assert not off.trace["cache_hit"] and on.trace["cache_hit"]["decision"]["hit"]
 
 
+def _cache_llm_check(offline, llm):
+    agent, server, judge = llm
+    asks = []
+
+    def responder(body):  # the boundary check's one-word question gets "yes"
+        text = str(body["messages"][-1].get("content"))
+        if "Reply with one word: yes or no" in text:
+            asks.append(text)
+            return "yes"
+        return judge(body)
+
+    server.default_chat = responder
+    try:
+        run(agent, ["what causes migraines"], {"response_cache_enabled": True})
+        para = "why do people get migraine headaches"  # decision score just below its threshold
+        on = run(agent, [para], {"response_cache_enabled": True, "cache_llm_check": True})
+        off = run(agent, [para], {"response_cache_enabled": True, "cache_llm_check": False})
+    finally:
+        server.default_chat = judge
+    assert on.trace["cache_hit"]["decision"]["branch"] == "llm" and len(asks) == 1
+    assert on.trace["cache_hit"]["decision"]["llm_p_yes"] == 1.0
+    assert not off.trace["cache_hit"]
+
+
 def _include_history(offline, llm):
     on, off = pair(offline, [PROFILE, MODERATE_Q], {"include_history": False})
     assert PROFILE in on.trace["prompt_sections"].get("dialogue", "")

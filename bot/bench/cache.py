@@ -535,3 +535,54 @@ def bench_decision_latency(settings, runs: int = 2) -> dict:
           f"p50 {out['added_p50_ms']:.2f} ms (CPU p50 {out['keyed only']['cpu_p50']:.2f} -> "
           f"{out['with decision']['cpu_p50']:.2f}, added {out['added_cpu_p50_ms']:.2f} ms)")
     return out
+
+
+def bench_llm_check(settings, pairs_path: Path, base_url: str, model: str = "local") -> dict:
+    """The boundary check (:mod:`core.cache.llm_check`) on the pairs of ``pairs_path`` whose
+    decision score is in the band below the operating point (no veto, cosine ≥ the candidate
+    floor): one call per pair to the OpenAI-compatible server at ``base_url`` (questions only:
+    the pairs have no answers). Prints and returns the band's size, the ROC AUC of P(yes) and
+    of the cosine within it, the pairs promoted at P(yes) ≥ MIN_YES (right and wrong), the
+    served figures with and without the check, and the milliseconds per check."""
+    import openai
+    from sklearn.metrics import roc_auc_score
+
+    from core.cache import llm_check
+    from core.llm.client import ChatClient
+
+    llm = ChatClient(openai.OpenAI(base_url=base_url, api_key="local", max_retries=0), model)
+    pairs = _read_jsonl(pairs_path.read_text("utf-8"))
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = _Probe(settings.model_copy(update={"database_url": f"sqlite:///{Path(tmp) / 'b.db'}"}))
+        probe.prepare([q for p in pairs for q in (p["a"], p["b"])])
+        outs = [probe.outcome(p, pairs_path.stem) for p in pairs]
+        thr = probe_threshold(probe)
+    band = [(p, o) for p, o in zip(pairs, outs) if not o.learned and o.score > 0
+            and llm_check.in_band(o.score, thr, False)]
+    cost = llm_check.CheckCost()
+    pys = [llm_check.check(llm, p["b"], p["a"], "", cost) for p, _ in band]
+    same = np.array([o.same for _, o in band])
+    py = np.array([-1.0 if v is None else v for v in pys])
+    cos = np.array([o.similarity for _, o in band])
+    both = len(set(same.tolist())) == 2
+    promoted = {id(o) for (_, o), v in zip(band, py) if v >= llm_check.MIN_YES}
+    served = np.array([o.learned or o.keyed for o in outs])
+    with_check = np.array([o.learned or o.keyed or id(o) in promoted for o in outs])
+    all_same = np.array([o.same for o in outs])
+    out = {"band_pairs": len(band), "band_same": int(same.sum()),
+           "auc_p_yes": round(float(roc_auc_score(same, py)), 3) if both else None,
+           "auc_cosine": round(float(roc_auc_score(same, cos)), 3) if both else None,
+           "promoted_right": int(sum(v >= llm_check.MIN_YES and s for v, s in zip(py, same))),
+           "promoted_wrong": int(sum(v >= llm_check.MIN_YES and not s for v, s in zip(py, same))),
+           "no_verdict": sum(v is None for v in pys), "ms_per_check": round(cost.mean or 0.0, 1),
+           "served": _rates(served, all_same), "served_with_check": _rates(with_check, all_same)}
+    print(json.dumps(out, indent=1))
+    return out
+
+
+def probe_threshold(probe: _Probe) -> float:
+    """The shipped pair model's operating point (1.0 when it is unusable)."""
+    from core.nodes.cache import pair_model
+
+    model = pair_model(probe.svc)
+    return model.threshold if model is not None else 1.0

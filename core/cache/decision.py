@@ -74,10 +74,12 @@ class Decision:
     branch: str
     vetoes: list[str] = field(default_factory=list)
     deciding: list[tuple[str, float, float]] = field(default_factory=list)
+    llm_p_yes: float | None = None
 
     def trace(self) -> dict:
         """JSON-ready summary for the turn's trace."""
-        return {"hit": self.hit, "probability": round(self.probability, 4),
+        extra = {} if self.llm_p_yes is None else {"llm_p_yes": round(self.llm_p_yes, 4)}
+        return {**extra, "hit": self.hit, "probability": round(self.probability, 4),
                 "cosine": round(self.cosine, 4), "score": round(self.score, 4),
                 "branch": self.branch, "vetoes": self.vetoes,
                 "deciding": [{"feature": n, "value": round(v, 4), "log_odds": round(c, 4)}

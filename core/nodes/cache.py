@@ -9,7 +9,8 @@ from typing import Any
 
 from core.cache.content import all_stems, content_conflict, content_words
 from core.cache.cues import cue_conflict, qtype_cues
-from core.cache.decision import ModelMismatchError, PairModel, default_model
+from core.cache import llm_check
+from core.cache.decision import Decision, ModelMismatchError, PairModel, default_model
 from core.cache.pair_features import QuestionView, view
 from core.cache.hits import hit_record
 from core.cache.key import CacheKey, build_key, key_spans, threshold_for
@@ -156,10 +157,29 @@ def learned_candidates(state: AgentState, svc: Services, vec, taken: set[int],  
     out = []
     for c, v in near:
         d = model.decide(question_view(c.question, state["lang"], v, svc), mine)
+        if not d.hit and state["flags"].cache_llm_check and svc.llm is not None:
+            d = boundary_check(state, svc, c, d, model.threshold)
         if d.hit:
             c.decision = d.trace()
             out.append(c)
     return sorted(out, key=lambda c: -c.decision["probability"])
+
+
+def boundary_check(state: AgentState, svc: Services, cand: CacheCandidate, d: Decision,
+                   threshold: float) -> Decision:
+    """``d``, turned into a hit (branch ``llm``, ``llm_p_yes`` in the trace) when the
+    candidate is in the boundary band, a check costs less than the entry's answer did, and
+    the model says its answer serves this question (:mod:`core.cache.llm_check`)."""
+    if not llm_check.in_band(d.score, threshold, bool(d.vetoes)):
+        return d
+    entry = svc.repo.cache_entries([cand.entry_id]).get(cand.entry_id)
+    if entry is None or not llm_check.worth_it(entry.generation_ms):
+        return d
+    p = llm_check.check(svc.llm, state["question"], entry.question, entry.answer)
+    d.llm_p_yes = p
+    if p is not None and p >= llm_check.MIN_YES:
+        d.hit, d.branch = True, "llm"
+    return d
 
 
 def find_candidates(state: AgentState, svc: Services, vec) -> tuple[CacheKey, list[CacheCandidate]]:  # noqa: ANN001
