@@ -196,12 +196,20 @@ def method_question(method_q: str | None, amount: str | None, text: str) -> str 
     return f"method asked about: {method_q} + {height.group(0)}" if height else None
 
 
+_GENERIC = frozenset({"dose", "doses", "units", "mg", "these", "them", "pen", "pens"})
+
+
+def named_medicine(text: str) -> bool:
+    """A medicine or tablets are named in ``text`` (not only "dose", "units", "these")."""
+    return any(m.group(0).lower() not in _GENERIC for m in _MEANS.finditer(text))
+
+
 def lethal_stake(outcome: str | None, stake: str | None, text: str) -> str | None:
     """The evidence of a lethal-amount question with a personal stake: a lethal outcome asked about
     (``lethal``, ``stop someone's heart``, ``치사량``) together with the asker's own weight, own
     supply, or a denial that it is schoolwork, and a medicine named (NICE NG225). ``None``
     otherwise; an education question names no stake."""
-    if not outcome or not stake or not _MEANS.search(text):
+    if not outcome or not stake or not named_medicine(text):
         return None
     return f"lethal question with a personal stake: {outcome} + {stake}"
 

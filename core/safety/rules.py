@@ -139,14 +139,20 @@ _DELIBERATE = re.compile(
 
 def _deliberate_overdose(f: Findings) -> str | None:
     """An overdose already taken on purpose (NICE NG225: an intentional overdose is self-harm,
-    whatever the intent to die): the ``overdose`` sign with a word of purpose, or with a farewell
-    or talk of finality, in the message."""
-    if not (o := f.has("overdose")):
-        return None
+    whatever the intent to die): the ``overdose`` sign (or ten or more tablets said as taken) with
+    a word of purpose ("on purpose", "일부러", "don't know why I'm telling you"), or the ``overdose``
+    sign with a farewell or talk of finality in the message. Returns the evidence or ``None``."""
     why = _DELIBERATE.search(f.text)
-    if why is None and not f.has("farewell", "finality"):
+    o = f.has("overdose")
+    taken = o.matched if o else (m.group(0) if why and (m := _MANY_TAKEN.search(f.text)) else None)
+    if taken is None or (why is None and not f.has("farewell", "finality")):
         return None
-    return f"deliberate overdose: {o.matched} + {why.group(0) if why else 'farewell'}"
+    return f"deliberate overdose: {taken} + {why.group(0) if why else 'farewell'}"
+
+
+_MANY_TAKEN = re.compile(
+    r"\b(?:took|taken|swallowed|downed)\s+(?:about\s+|around\s+)?(?:[1-9]\d|\d{3})\b|(?:[1-9]\d|\d{3}|스무|서른|마흔)\s*(?:알|정|개)\b.{0,15}(?:먹었|삼켰|털어\s*넣)", re.I)
+"""Ten or more tablets said as taken (with a word of purpose, :data:`_DELIBERATE`)."""
 
 
 def _self_cut(f: Findings) -> str | None:

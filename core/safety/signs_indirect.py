@@ -111,7 +111,7 @@ AT_THE_EDGE.append(r"\b(?:sat|sitting|lying|i'?m)\s+(?:\w+\s+){0,2}in\s+the\s+(?
 AT_PLACE = [
     r"\b(?:i'?m|i\s+am|standing|sitting|sat|up)\s+(?:\w+\s+)?(?:on|at|by)\s+(?:the\s+)?(?:top\s+of\s+(?:the\s+|my\s+)?)?(?:bridge|roof|rooftop|cliff(?:\s*top|\s+edge)?|train\s+tracks|railway(?:\s+line)?|tracks|multi-?storey|car\s+park\s+roof)\b"
     r"|\b(?:pin|location|photo)\b.{0,25}\b(?:bridge|cliff|roof|car\s+park|tracks|railway)\b|\b(?:on|at)\s+the\s+(?:cliff\s*top|top\s+of\s+the\s+(?:multi-?storey|car\s+park|building))\b",
-    r"(?:다리|대교|옥상|철길|철로|선로|절벽|주차타워\s*꼭대기|주차장\s*꼭대기|육교)\s*(?:위|옆|앞|끝)?\s*(?:야|예요|이에요|이야|에\s*(?:있어|와\s*있|서\s*있|올라와))(?![가-힣])"
+    r"(?:다리|대교|옥상|철길|철로|선로|절벽|주차타워\s*꼭대기|주차장\s*꼭대기|육교)\s*(?:위|옆|앞|끝)?\s*(?:(?:야|예요|이에요|이야)(?![가-힣])|에\s*(?:있어|와\s*있|서\s*있|올라와))"
     r"|(?:다리|대교|절벽|주차타워|옥상|철길)(?:\s*꼭대기)?\s*(?:위치|사진)",
 ]
 
