@@ -47,12 +47,12 @@ _NEG_BEFORE_EN = re.compile(
 _REASSURE_BEFORE = re.compile(r"(?:\bnormal\b|\bfine\b|괜찮은데|정상인데)\s*$", re.I)
 _INFO_KO = re.compile(
     r"소설|드라마|영화|과제|숙제|학생인데|공부하|왜\s|왜요|뭐예요|뭔가요|뭐에요|뭔지|무엇|뭘\s|어떻게(?!\s*(?:해야|하죠|해요|하나요|할까요|하면\s*(?:돼|되|좋)|해\s*(?:야|줘|주)))|(?:으면|면)\s.{0,25}(?:나요|까요|가요|해요|돼요|되나요|돼요)\s*\?|다른가요|같은\s*(?:건가요|말인가요)|뜻이에요"
-    r"|어떤\s*(?:증상|게|것|신호|말)|어떻게\s*(?:알|구별|대처)|징후|알려\s*주|설명|예방|차이가|차이는|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)|기준이|언제\s*(?:가야|응급실|써야|쓰|사용|맞아야|놓아야)|얼마나\s*(?:가요|지속|오래)|뭐가\s*달라|무엇이\s*달라|어떻게\s*달라|(?:가면|되면|넘으면|지속되면)\s*(?:응급|위험)|몇\s*(?:도|살|번|분)\s*(?:부터|이상|넘게)|같은\s*(?:말|뜻|거|것)(?:이에요|인가요|예요)|무슨\s*뜻")
+    r"|어떤\s*(?:증상|게|것|신호|말)|어떻게\s*(?:알|구별|대처)|징후|알려\s*주|설명|예방|차이가|차이는|란\??$|이란|증상(?:은|이|들은)\s*(?:뭐|무엇|어떤)|기준이|언제\s*(?:가야|응급실|써야|쓰|사용|맞아야|놓아야)|얼마나\s*(?:가요|지속|오래)|뭐가\s*달라|무엇이\s*달라|어떻게\s*달라|(?:가면|되면|넘으면|지속되면)\s*(?:응급|위험)|몇\s*(?:도|살|번|분)\s*(?:부터|이상|넘게)|같은\s*(?:말|뜻|거|것)(?:이에요|인가요|예요)|무슨\s*뜻|무슨\s*의미|뭘\s*의미")
 _INFO_EN = re.compile(
     r"\b(?:(?:nursing|medical|med|pharmacy|paramedic)\s+student|studying\s+(?:for|about)|for\s+(?:a|my)\s+class|novel|story|homework|assignment|tv\s+show|writing\s+a)\b|^\s*can\s+(?:you|i|one)\b"
     r"|\bdifference\s+between\b|^\s*(?:can|could|does|do|is|are)\s+\w+\s+(?:happen|cause|be|turn|look)\b|\bis\s+it\s+(?:possible|safe|dangerous|ok|okay|bad|normal)\b"
     r"|\b(?:what(?:'s|\s+(?:are|is|does|causes?|happens|makes))|what\s+(?:do|should)\s+(?:you|one|people|parents)\b|how\s+(?:do|does|can|should|would|long)\s+(?:you|one|i|we|parents|people|someone|families)\s+\w+|signs?\s+of|symptoms?\s+of|warning\s+signs"
-    r"|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|recognise|spot)|tell\s+me\s+about|explain|when\s+(?:is|should|do)\b|what\s+(?:temperature|number|level|age|dose)\b|why\s+(?:do|is|are|does))\b", re.I)
+    r"|how\s+(?:do|can|would)\s+(?:i|you|one)\s+(?:tell|know|recognize|recognise|spot)|tell\s+me\s+about|explain|when\s+(?:is|should|do)\b|what\s+(?:temperature|number|level|age|dose)\b|why\s+(?:do|is|are|does)|what\s+does\s+(?:that|it|this)\s+(?:actually\s+)?mean)\b", re.I)
 _NOW_KO = re.compile(r"(?:전|아침|새벽|저녁|밤|어제|오후)\s*부터|\d+\s*(?:분|시간)\s*째|지금|방금|갑자기|현재|아까|계속|오늘|제가\s|저\s|저는|저도|아버지가|어머니가|엄마가|아빠가|남편이|아내가|아이가|할머니가|할아버지가|친구가|아기가|애가|와이프가|동생이")
 _NOW_EN = re.compile(r"\b(?:since\s+(?:this|last|about|an?|yesterday|lunch|dinner|breakfast|tea)|(?:an?|one|\d+)\s+(?:hour|min\w*)s?\s+ago|for\s+(?:over\s+)?(?:an?|the\s+(?:last|past))\s+(?:hour|few\s+hours|half)|i'?m|i\s+am|i\s+have|i\s+can'?t|i\s+feel|my|right\s+now|just|he'?s|she'?s|he\s+is|she\s+is|is\s+having|currently|suddenly|rn|im)\b", re.I)
 _PAST_KO = re.compile(r"[았었였졌셨났왔갔했됐봤]었|지난번|몇\s*년\s*전|\d+\s*(?:세|살)\s*(?:때|에)(?!\s*(?:아기|아이))|한때|했었|었었|였었|\d+\s*년째\s*안|\d+\s*(?:년|달|개월)\s*(?:전|됐)|작년|재작년|예전에|옛날에|어릴\s*때|과거에|적이\s*있|적\s*있|지난달|지난\s*(?:주|해|봄|여름|가을|겨울)|대학생\s*때|고등학생\s*때|진단받으신\s*지|(?:19|20)\d\d년|(?:신생아|아기|갓난아기)\s*때|다\s*나았|완치|그\s*뒤로는?\s*(?:괜찮|없)")
@@ -494,6 +494,7 @@ def _reason(text: str, start: int, end: int, sign: str) -> str | None:
 
 _SUICIDE_TOPIC = re.compile(
     r"통계|자살률|위험\s*(?:신호|요인|징후)|예방|막으려면|상담\s*(?:전화|센터|번호)|핫라인|번호|(?:으로|로)\s*돌아가셨|(?:으로|로)\s*잃"
+    r"|(?:어떤|보이는|일반적인|보통)\s*(?:신호|모습|징후)|신호\s*같은|\bsigns?\s+(?:that\s+)?(?:someone|somebody|a\s+person|people)\b|\bwhat\s+(?:should\s+i\s+)?look\s+out\s+for\b"
     r"|\bstatistics\b|\brates?\b|\bwarning\s+signs\b|\bprevent\w*|\bhotline\b|\bhelpline\b|\bcrisis\s+line\b|\bnumber\s+for\b"
     r"|\b(?:died\s+by|lost\s+(?:\w+\s+){0,3}to|deals?\s+with|about)\s+suicide\b|\bsuicide\s+(?:awareness|prevention|risk\s+factors)\b", re.I)
 _SUICIDE_SELF = re.compile(r"죽고\s*싶|끝내|저도\s*(?:죽|사라)|\b(?:i|i'?m|i\s+am|i'?ve)\b.{0,20}\b(?:want|going|plan|thinking)", re.I)

@@ -64,6 +64,23 @@ SAFE_DOSING = [
     r"|(?:아이|아기|어린이|애)(?:용|\s*용량|\s*해열제|\s*시럽|한테\s*(?:몇|얼마)|에게\s*(?:몇|얼마))|(?:\d+|한|두|세|네|다섯|여섯|일곱)\s*(?:살|세)\s*(?:아이|아기|애)?\s*(?:해열제|시럽|타이레놀|약)",
 ]
 
+LETHAL_OUTCOME = [
+    r"\b(?:lethal|fatal|deadly)\b|\bkill\s+(?:me|myself|someone|somebody|a\s+person|an\s+adult|you)\b|\bstop\s+(?:someone'?s|somebody'?s|my|a\s+person'?s|your|his|her)\s+heart\b"
+    r"|\b(?:wreck|destroy|fry|ruin)\w*\s+(?:my|your|the|someone'?s)\s+liver\s+for\s+good\b|\bwreck\w*\s+(?:my|your|the)\s+liver\b",
+    r"치사량|치명적|(?:간|심장)(?:이|을|를)?\s*(?:완전히\s*)?(?:망가|멈)|죽(?:을\s*수\s*있|나요|어요|냐|는지)",
+]
+PERSONAL_STAKE = [
+    r"\bfor\s+(?:me|myself)\b|\basking\s+for\s+(?:me|myself)\b|\bi\s+weigh\b|\bi'?m\s+(?:about\s+|around\s+|only\s+)?\d{2,3}\s*(?:kg|kilos?|lbs?)\b|\b(?:my|his|her|their)\s+(?:size|weight)\b|\b(?:she|he)\s+weighs\b"
+    r"|\bnot\s+(?:for\s+)?(?:a\s+|an\s+|my\s+)?(?:school|homework|essay|project|assignment|class|uni|exam)\b|\b(?:this\s+)?isn'?t\s+(?:homework|for\s+(?:school|a\s+project|an\s+essay))\b"
+    r"|\bi(?:'ve|\s+have)\s+got\s+(?:\d+|two|three|four|five|plenty|loads|lots|a\s+lot)\b|\bi\s+have\s+(?:\d+|two|three|four|five|plenty|loads|lots|a\s+lot)\s+(?:of\s+)?(?:full\s+)?(?:boxes|packs|pens|bottles|months?|weeks?)\b|\b(?:\w+\s+)?months?'?\s+supply\b|\bin\s+(?:the|my|his|her)\s+(?:cupboard|drawer|room)\b",
+    r"(?:저|제\s*몸무게|제가)(?:가|는)?\s*\d{2,3}\s*(?:키로|킬로|kg)|\d{2,3}\s*(?:키로|킬로|kg)(?:예요|이에요|인데)|저\s*같은\s*(?:체격|사람)|(?:과제|숙제|리포트|레포트|시험)(?:\s*때문에\s*묻는\s*거)?\s*아니|궁금해서\s*(?:묻는\s*거\s*)?아니|제\s*얘기|저한테\s*쓸"
+    r"|(?:집에|저한테|제가|방에|서랍에)\s*.{0,8}(?:많아|\d+\s*통|있어요|있고|모았)|(?:한|두|석|세)\s*달\s*치",
+]
+METHOD_Q = [
+    r"\b(?:will|would|is|does)\s+(?:it|that|this)\s+(?:be\s+|feel\s+)?(?:peaceful|painless|quick\s+and\s+painless|certain|fatal\s+for\s+sure)\b|\b(?:be|feel|die)\s+(?:peaceful(?:ly)?|painless(?:ly)?)\b"
+    r"|\bhigh\s+enough\s+to\s+be\s+sure\b|\b(?:work|die)\s+for\s+certain\b|\bto\s+be\s+sure\b|\balways\s+fatal\b|\bleast\s+painful\b|\bdo\s+people\s+survive\b",
+    r"고통\s*없이\s*(?:갈|가|죽|끝)|편하게\s*(?:갈|가(?:요|나|냐)|죽|끝)|확실(?:하게|히)?\s*(?:끝나|죽|돼|되|가)|확실해|확실한지|확실할까|(?:제일|가장)\s*안\s*아픈\s*방법",
+]
 _TAKEN = re.compile(r"\b(?:swallowed|took|taken|downed|necked|has\s+had)\s+(?:a|the|an|all|every|\d+|his|her|my)\b|(?:먹었|삼켰|드셨|먹은\s*것\s*같)", re.I)
 """A dose already taken ("swallowed a whole strip", "한 통 다 먹었어요"): a statement for the
 overdose signs, not an amount asked about."""
@@ -72,6 +89,7 @@ _PAST = re.compile(
     r"|\b(?:survived|had|took)\s+an?\s+overdose\b|\b(?:two|three|\d+)\s+years\s+clean\b|전에|작년|예전에|한때|적이?\s*있|었었|했었|였었|때\s", re.I)
 _RECOVERED = re.compile(
     r"\bin\s+recovery\b|\brecovered\b|\bdoing\s+(?:well|great|fine|better)\b|\b(?:much\s+)?better\s+place\b|\bstable\b|\bis\s+well\b|\bnow\s+(?:and\s+)?well\b"
+    r"|\bbeen\s+well\b|\bwell\s+for\s+(?:ages|years|a\s+long\s+time)\b|\bin\s+therapy\b|\b(?:happy|stable)\s+now\b"
     r"|회복|잘\s*지내|괜찮아요|좋아져|건강해|치료받고", re.I)
 _DENIED = re.compile(r"\b(?:not|never)\s+(?:been\s+)?suicidal\b|\bno\s+(?:thoughts|plans)\s+of\s+(?:suicide|ending|harming|hurting)\b|죽고\s*싶은\s*건\s*아니|그런\s*생각은\s*(?:전혀\s*)?없", re.I)
 """Intent explicitly denied. Ambivalence ("I don't want to die, but ...") is not a denial."""
@@ -83,7 +101,7 @@ _INSOMNIA = re.compile(
     r"\bwake\s+up\s+(?:in\s+the\s+(?:night|middle)|at\s+\d|during|every|too\s+early|so\s+often|groggy|tired|at\s+night)\b|\bthrough\s+the\s+night\b|\bsleep\s+through\s+the\s+night\b|\bat\s+\d\s*am\b"
     r"|중간에|새벽에|자다가|밤새|푹\s*자|통잠|몇\s*시간\s*(?:마다|동안)", re.I)
 
-LETHAL_SIGNS = frozenset({"amount_q", "no_waking", "safe_dosing"})
+LETHAL_SIGNS = frozenset({"amount_q", "no_waking", "safe_dosing", "lethal_outcome", "personal_stake", "method_q"})
 """The signs of this module, read by :func:`lethal_reason` instead of the generic context rules."""
 
 
@@ -99,7 +117,7 @@ def lethal_reason(text: str, sentence: str, sign: str, matched: str = "") -> str
         ``joke`` (a figure of speech about sleep), ``mild`` (sleeping through the night) or
         ``None``. A question is never a reason here: the emergency is a question.
     """
-    if sign == "safe_dosing":
+    if sign in ("safe_dosing", "personal_stake"):
         return None
     if sign == "amount_q" and _TAKEN.search(sentence):
         return "past"
@@ -160,5 +178,42 @@ def lethal_question(amount: str | None, no_waking: str | None, text: str) -> str
     return f"lethal-amount question: {amount} + {no_waking}"
 
 
-SIGNS_LETHAL: dict[str, list[str]] = {"amount_q": AMOUNT_Q, "no_waking": NO_WAKING, "safe_dosing": SAFE_DOSING}
+_BIG_AMOUNT = re.compile(r"\b(?:[1-9]\d|\d{3})\s+(?:of\s+(?:my|her|his|the)\s+)?\w+|(?:\d{2,3}|스무|서른|마흔)\s*(?:알|정|개)|\b(?:whole|entire|full)\s+(?:box|bottle|pack)|\bevery\s+one\s+of\b|\ball\s+(?:\d+|my|of\s+my)\b|한\s*통|다\s*(?:먹|털)", re.I)
+_HEIGHT = re.compile(r"\b\d{1,3}(?:th|st|nd|rd)?\s+(?:floors?|storeys?|stories)\b|\bfloors?\b|\d{1,3}\s*층|몇\s*층|\bgarage\b.{0,30}\bengine\b|차고.{0,15}시동", re.I)
+
+
+def method_question(method_q: str | None, amount: str | None, text: str) -> str | None:
+    """The evidence of a question whether a method is painless or certain ("will it be peaceful",
+    "20층이면 확실해?", NICE NG225: a method talked about) with the method itself in the message: a
+    large amount of a medicine (an ``amount_q`` match, or 10 or more tablets, a whole box), a
+    height in floors, or a car engine in a garage. ``None`` otherwise."""
+    if not method_q:
+        return None
+    big = _BIG_AMOUNT.search(text)
+    height = _HEIGHT.search(text)
+    if _MEANS.search(text) and (amount or big):
+        return f"method asked about: {method_q} + {amount or big.group(0)}"
+    return f"method asked about: {method_q} + {height.group(0)}" if height else None
+
+
+_GENERIC = frozenset({"dose", "doses", "units", "mg", "these", "them", "pen", "pens"})
+
+
+def named_medicine(text: str) -> bool:
+    """A medicine or tablets are named in ``text`` (not only "dose", "units", "these")."""
+    return any(m.group(0).lower() not in _GENERIC for m in _MEANS.finditer(text))
+
+
+def lethal_stake(outcome: str | None, stake: str | None, text: str) -> str | None:
+    """The evidence of a lethal-amount question with a personal stake: a lethal outcome asked about
+    (``lethal``, ``stop someone's heart``, ``치사량``) together with the asker's own weight, own
+    supply, or a denial that it is schoolwork, and a medicine named (NICE NG225). ``None``
+    otherwise; an education question names no stake."""
+    if not outcome or not stake or not named_medicine(text):
+        return None
+    return f"lethal question with a personal stake: {outcome} + {stake}"
+
+
+SIGNS_LETHAL: dict[str, list[str]] = {"amount_q": AMOUNT_Q, "no_waking": NO_WAKING, "safe_dosing": SAFE_DOSING,
+                                      "lethal_outcome": LETHAL_OUTCOME, "personal_stake": PERSONAL_STAKE, "method_q": METHOD_Q}
 """The signs above by name (merged into :data:`core.safety.signs.SIGNS`)."""

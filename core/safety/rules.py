@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.safety.findings import BENIGN_PLAN, Findings, benign_use
-from core.safety.lethal import lethal_question
+from core.safety.lethal import lethal_question, lethal_stake, method_question
 
 Rule = Callable[[Findings], "str | None"]
 
@@ -91,7 +91,7 @@ def _gi_or_nose(f: Findings) -> str | None:
 
 
 _STRONG_INTENT = ("farewell", "means_at_hand", "finality")
-_WEAK_INTENT = ("gratitude", "unreachable", "giving_away", "intent_time")
+_WEAK_INTENT = ("gratitude", "unreachable", "giving_away", "intent_time", "at_place")
 
 
 def _intent(f: Findings) -> str | None:
@@ -119,6 +119,47 @@ def _lethal_amount(f: Findings) -> str | None:
     talked about): an amount asked about with the wish not to wake (:mod:`core.safety.lethal`)."""
     amount, waking = f.has("amount_q"), f.has("no_waking")
     return lethal_question(amount.matched if amount else None, waking.matched if waking else None, f.text)
+
+
+def _method_or_stake(f: Findings) -> str | None:
+    """A method asked about as painless or certain with the method at hand, or a lethal-amount
+    question with a personal stake (:func:`core.safety.lethal.method_question`,
+    :func:`core.safety.lethal.lethal_stake`; NICE NG225: a method talked about)."""
+    m, a = f.has("method_q"), f.has("amount_q")
+    o, s = f.has("lethal_outcome"), f.has("personal_stake")
+    return method_question(m.matched if m else None, a.matched if a else None, f.text) or \
+        lethal_stake(o.matched if o else None, s.matched if s else None, f.text)
+
+
+_DELIBERATE = re.compile(
+    r"\bon\s+purpose\b|\bdeliberately\b|\bbecause\s+i'?m\s+done\b|\b(?:she'?s|he'?s|i'?ve|they'?ve)\s+had\s+enough\b|\bwanted\s+(?:someone|somebody|anyone)\s+to\s+know\b"
+    r"|\b(?:not\s+sure|dunno|don'?t\s+know)\s+why\s+i'?m\s+(?:typing|telling|writing|saying)|\btelling\s+a\s+bot\b|\bdon'?t\s+(?:call|want)\s+(?:an\s+)?ambulance\b|\bdidn'?t\s+want\s+to\s+be\s+alone\b"
+    r"|일부러|끝내고\s*싶어서|힘들어서|(?:챗봇|여기|이걸)(?:한테|에|다)?\s*.{0,10}(?:말하는지|얘기하는지)\s*모르|구급차(?:는)?\s*부르지|(?:누군가|누가)\s*알았으면|다\s*끝내", re.I)
+
+
+def _deliberate_overdose(f: Findings) -> str | None:
+    """An overdose already taken on purpose (NICE NG225: an intentional overdose is self-harm,
+    whatever the intent to die): the ``overdose`` sign (or ten or more tablets said as taken) with
+    a word of purpose ("on purpose", "일부러", "don't know why I'm telling you"), or the ``overdose``
+    sign with a farewell or talk of finality in the message. Returns the evidence or ``None``."""
+    why = _DELIBERATE.search(f.text)
+    o = f.has("overdose")
+    taken = o.matched if o else (m.group(0) if why and (m := _MANY_TAKEN.search(f.text)) else None)
+    if taken is None or (why is None and not f.has("farewell", "finality")):
+        return None
+    return f"deliberate overdose: {taken} + {why.group(0) if why else 'farewell'}"
+
+
+_MANY_TAKEN = re.compile(
+    r"\b(?:took|taken|swallowed|downed)\s+(?:about\s+|around\s+)?(?:[1-9]\d|\d{3})\b|(?:[1-9]\d|\d{3}|스무|서른|마흔)\s*(?:알|정|개)\b.{0,15}(?:먹었|삼켰|털어\s*넣)", re.I)
+"""Ten or more tablets said as taken (with a word of purpose, :data:`_DELIBERATE`)."""
+
+
+def _self_cut(f: Findings) -> str | None:
+    """A self-inflicted cut that is bleeding (NICE NG225 *Self-harm*: assess every act of
+    self-harm; NICE CG141 / NHS for the bleeding): ``self_cut`` with a bleeding sign."""
+    cut, blood = f.has("self_cut"), f.has("bleeding_major", "bleeding_any")
+    return f"self-inflicted cut bleeding: {cut.matched} + {blood.matched}" if cut and blood else None
 
 
 def _spo2(f: Findings) -> str | None:
@@ -353,7 +394,7 @@ def _vision(f: Findings) -> str | None:
 
 
 RULES: dict[str, tuple[Rule, ...]] = {
-    "suicide_self_harm": (_sign("suicidal"), _lethal_amount, _intent),
+    "suicide_self_harm": (_sign("suicidal"), _lethal_amount, _intent, _method_or_stake, _deliberate_overdose, _self_cut),
     "airway_breathing": (_sign("breathing_severe"), _spo2, _sign("calf_breathless")),
     "anaphylaxis": (_swelling_after_allergen,),
     "cardiac_chest_pain": (_cardiac,),

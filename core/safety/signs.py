@@ -378,7 +378,14 @@ SIGNS: dict[str, list[str]] = {
     ],
     "shoulder_tip": [r"어깨\s*끝|\bshoulder[- ]tip\b|\bshoulder\s+(?:hurts|pain)\b"],
     "missed_period": [r"생리(?:가)?\s*(?:\d+\s*(?:주|일)\s*)?늦|임신\s*테스트(?:가|기)?\s*(?:양성|두\s*줄)|pregnancy\s*test\s*양성|\bperiod\s+is\s+(?:\w+\s+){0,3}late\b|\bmissed\s+(?:my\s+)?period\b|\bpositive\s+pregnancy\s+test\b|\bperiod\s+(?:is\s+)?late\b|\bperiod\s+late\b"],
+    "self_cut": [
+        r"\b(?:cut|sliced|slashed)\s+(?:my|his|her|their)\s+(?:wrists?|forearms?|arms?|thighs?)\s+(?:with\s+a\s+(?:blade|razor)|on\s+purpose|again|open)\b|\b(?:sliced|slashed)\s+(?:my|his|her|their)\s+wrists?\b|\bcut\s+(?:myself|himself|herself|themselves)\s+(?:on\s+purpose|again|deep)\b|\b(?:wrists?|forearms?|thighs?|arms?)\s+with\s+a\s+(?:razor|blade)\b",
+        r"(?:손목|팔|허벅지|다리|배)(?:을|를)?\s*(?:(?:커터)?칼로|면도칼로|면도날로|가위로)?\s*그(?:었|어서|은|어)|(?:커터칼|면도칼|면도날|칼)로\s*(?:\S+\s*)?그(?:었|어서|은)",
+    ],
     "preeclampsia": [
+        r"\b(?:vision|eyes?|sight)(?:'s|\s+is|\s+are)?\b.{0,25}\b(?:sparkl\w*|blurr\w*|zig-?zag\w*|flash\w*|fuzzy|flicker\w*)\b|\b(?:sparkly|zig-?zag)\s+(?:lights|vision|lines)\b|\bflashing\s+(?:spots|lights)\b"
+        r"|\b(?:face|hands|fingers)\b.{0,30}\b(?:puff\w*|swell\w*|swollen)\b.{0,20}\b(?:overnight|suddenly|since\s+this\s+morning|today)\b|\b(?:face|hands)\b.{0,15}\b(?:puffed|swelled|blew)\s+up\b|\brings?\s+(?:won'?t|don'?t|wouldn'?t)\s+(?:go\s+on|fit)\b",
+        r"눈(?:이|앞이|앞에)?\s*(?:뿌옇|침침|반짝|번쩍|아른)|반지가\s*안\s*(?:들어가|맞)|(?:얼굴|손)(?:이|이랑|과|도)?.{0,10}(?:갑자기|밤사이|오늘)\s*.{0,6}부(?:었|어)|불빛이\s*번쩍",
         r"눈앞이\s*번쩍|앞이\s*(?:흐릿|흐려)|얼굴(?:이랑|과)?\s*손(?:이)?\s*(?:갑자기\s*)?부|명치\s*아래가?\s*(?:너무\s*)?아프",
         r"\bflashing\s+lights\b|\bvision\s+(?:is\s+)?blurry\b|\bblurry\s+vision\b|\b(?:face|hands)\b.{0,20}\bsuddenly\s+swell\w*|\bpain\s+under\s+my\s+ribs\b",
         r"눈앞에?\s*(?:별|번쩍|점)|손발이?\s*(?:퉁퉁|많이)\s*부|얼굴이?\s*(?:퉁퉁|갑자기)\s*부|\bseeing\s+(?:spots|stars)\b|\bswollen\s+face\b|\bface\s+(?:is\s+)?(?:swollen|puffy)\b",

@@ -37,6 +37,10 @@ FAREWELL = [
     r"\bleft\s+(?:a|my|the)\s+note\s+(?:saying|for|on)\b|\b(?:my\s+)?last\s+(?:messages?|texts?|posts?|words|letters?)\b(?!\s+(?:was|were)\s+(?:about|from))",
     r"\bsee\s+you\s+on\s+the\s+other\s+side\b|\b(?:instructions|plans|songs?)\s+for\s+my\s+funeral\b|\bjust\s+wanted\s+(?:someone|somebody|anyone|you)\s+to\s+know\b|\bjust\s+wanted\s+to\s+tell\s+(?:someone|somebody|anyone)\b",
     r"(?:편지|메모|쪽지|유서|메시지)(?:를|도|는)?.{0,20}(?:써\s*(?:서|놨|놓|뒀|두고|둔)|남기|남겼|봉해|올려놨|넣어|다\s*썼|받을|받게|준비)|(?:편지|메모|유서)(?:는|가)?\s*(?:식탁|책상|침대|베개|현관)\s*위에|(?:한\s*명씩|한\s*사람씩|가족들한테|가족에게|모두에게|모두한테|다들).{0,20}(?:편지|메모|메시지)",
+    r"\b(?:say|said)\s+(?:bye|goodbye)\s+to\s+(?:someone|somebody|anyone)\b|\bone\s+last\s+(?:chat|talk|message|call)\b|\bjust\s+wanted\s+to\s+(?:tell\s+(?:someone|somebody|anyone)\s+)?(?:say\s+)?(?:bye|goodbye)\b"
+    r"|\b(?:good\s*)?night\s+(?:forever|for\s+good)\b|\bgood\s*bye\s+(?:forever|for\s+good)\b|\blove\s+you,?\s+(?:bye|goodbye)\b|\bnote\b.{0,40}\bsorry\b|\bsorry\b.{0,25}\bnote\b",
+    r"(?:누구|누군가|아무)(?:한테|에게)(?:라도|나)?\s*.{0,15}(?:인사|안녕|고맙다고|잘\s*있으라고)|잘\s*자\s*영원히|영원히\s*안녕|이제\s*안녕|사랑해\s*안녕"
+    r"|(?:미안|잘\s*있어|안녕).{0,20}(?:쪽지|메모|포스트잇|편지)|(?:쪽지|메모|포스트잇)(?:를|을)?.{0,20}(?:미안|잘\s*있어|안녕)",
     r"작별\s*(?:인사|글|편지)|작별하|마지막\s*(?:메시지|인사|글|문자|편지)|인사(?:도|는)?\s*다\s*(?:했|함|하고|드렸)|다음\s*생에|장례식|누군가(?:는|한테|에게)?\s*(?:알았으면|말하고\s*싶었)",
 ]
 
@@ -53,7 +57,7 @@ UNREACHABLE = [
     r"\blocked\s+(?:herself|himself|themselves)\s+in\b|\blocked\s+in\s+the\b|\b(?:door|room)\s+(?:is\s+)?locked\b|\bwon'?t\s+(?:let\s+(?:me|us)\s+in|open\s+the\s+door)\b|\bhung\s+up\b",
     r"\b(?:not|isn'?t|won'?t|stopped)\s+(?:answering\s+(?:(?:his|her|their|the)\s+)?(?:phone|calls|texts|anyone|us|the\s+door)|answering\s*$|picking\s+up|replying|responding\s+to\s+(?:texts|calls|messages))\b|\bwon'?t\s+reply\b|\bnot\s+answering\s+(?:and|but)\b|\bcan'?t\s+(?:reach|get\s+hold\s+of)\b|\bno\s+(?:answer|reply)\b|\b(?:been\s+)?gone\s+(?:for\s+)?(?:two|three|four|\d+)\s+hours\b|\bgone\s+out\b",
     r"(?:전화기|휴대폰|핸드폰|폰)(?:를|을|도)?\s*(?:꺼\s*놨|꺼져|꺼\s*놓|끄고)|차(?:도|가|를)?\s*(?:없어졌|가지고\s*나)|연락(?:이|도)?\s*(?:안\s*(?:돼|되|닿|받)|두절)|(?:전화|연락)(?:를|도)?\s*안\s*받|답(?:이|장이|도)?\s*없",
-    r"대답(?:이|도)?\s*없|집에(?:도)?\s*(?:안\s*계세|안\s*들어|없)|문(?:을)?\s*(?:잠그|안\s*열어)|전화를\s*끊|나간\s*지",
+    r"대답(?:이|도)?\s*없|집에(?:도)?\s*(?:안\s*계세|안\s*들어|없)|문(?:을)?\s*(?:잠그|잠갔|잠궜|잠가|안\s*열어)|전화를\s*끊|나간\s*지",
 ]
 
 # Giving things away, settling affairs, ending contracts.
@@ -86,16 +90,30 @@ MEANS = [
     r"(?:끈|밧줄)(?:도|을)?\s*(?:준비|사\s*(?:놨|뒀|왔)|사서)|걸\s*(?:데|곳)(?:를|을)?\s*찾아|번개탄(?:을|도)?\s*(?:샀|사\s*왔|준비)|창문에\s*테이프|농약(?:병)?(?:이|을)?\s*(?:없어졌|사\s*왔|챙겨)|(?:총|엽총)(?:이|을)?\s*(?:장에\s*)?없|(?:면도칼|칼)\s*(?:들고|쥐고)\s*욕조",
 ]
 
+MEANS.append(r"\b(?:photo|picture|pic|snap)\s+of\s+(?:a\s+)?(?:pile\s+of\s+|all\s+(?:her|his|their|the|my)\s+|the\s+)?(?:pills|tablets|meds|rope|charcoal|blades?|razors?)\b"
+             r"|(?:약|알약|수면제|진통제|밧줄|번개탄|면도날|칼).{0,15}(?:사진|찍어\s*보내)")
+"""A photo of the means sent to someone (pills piled up, a rope, charcoal)."""
+
 # At the edge of a height, or choosing one high enough (enough alone).
 AT_THE_EDGE = [
     r"\b(?:edge|ledge|railing|parapet)\s+of\s+(?:the|a|my)\s+(?:\w+[- ]?){0,2}(?:roof|bridge|car\s+park|building|cliff|balcony|platform)\b|\b(?:sitting|sat|standing)\s+on\s+the\s+(?:ledge|railing|parapet)\b|\bwhich\s+(?:overpass|bridge|building|cliff)\b.{0,30}\b(?:high|tall)\s+enough\b",
     r"\bclimbed\s+(?:over|past)\s+the\s+(?:railing|barrier|fence|parapet)\b|\b(?:at|near|on)\s+the\s+(?:platform\s+)?edge\b.{0,40}\b(?:train|cliff|drop|roof|waiting)\b|\bcliffs?\b.{0,30}\b(?:near|at|by)\s+the\s+edge\b|\blegs\s+(?:are\s+)?over\s+the\s+side\b",
+    r"(?:옥상|다리|대교|베란다|육교)\s*(?:위\s*)?난간(?:이야|이에요|이예요|이다|에\s*(?:있|서|앉))|난간\s*(?:위|밖|바깥)(?:이야|이에요|에\s*있)|\bon\s+the\s+(?:ledge|railing|parapet)\s+(?:now|right\s+now)\b",
     r"(?:옥상|난간|다리|육교|베란다|승강장|절벽)\s*(?:위|끝|난간)?(?:에|에서)\s*(?:걸터)?(?:앉아|서\s*있|올라와|서서)|(?:육교|다리|건물|옥상)(?:\s*중에)?.{0,12}(?:제일|가장)\s*높은|난간을\s*넘어|다리를\s*밖으로|(?:절벽|벼랑|낭떠러지).{0,15}(?:끝에|가장자리)",
 ]
 
 AT_THE_EDGE.append(r"\b(?:sat|sitting|lying|i'?m)\s+(?:\w+\s+){0,2}in\s+the\s+(?:car|van)\s+in\s+the\s+(?:closed\s+|shut\s+)?garage\b.{0,30}\bengine\s+(?:running|on)\b(?!.{0,20}\bwarm)"
                    r"|차고.{0,15}(?:차|차\s*안)(?:에|에서)\s*시동(?:을)?\s*(?:켜|걸)\s*(?:놓고|둔\s*채)")
 """Sitting in a car in a closed garage with the engine running: the means in use now (enough alone)."""
+
+# At a place of jumping or of the railway, said as where one is now (weak alone: people take
+# photos on bridges; with a farewell it is the "farewell plus location" warning sign).
+AT_PLACE = [
+    r"\b(?:i'?m|i\s+am|standing|sitting|sat|up)\s+(?:\w+\s+)?(?:on|at|by)\s+(?:the\s+)?(?:top\s+of\s+(?:the\s+|my\s+)?)?(?:bridge|roof|rooftop|cliff(?:\s*top|\s+edge)?|train\s+tracks|railway(?:\s+line)?|tracks|multi-?storey|car\s+park\s+roof)\b"
+    r"|\b(?:pin|location|photo)\b.{0,25}\b(?:bridge|cliff|roof|car\s+park|tracks|railway)\b|\b(?:on|at)\s+the\s+(?:cliff\s*top|top\s+of\s+the\s+(?:multi-?storey|car\s+park|building))\b",
+    r"(?:다리|대교|옥상|철길|철로|선로|절벽|주차타워\s*꼭대기|주차장\s*꼭대기|육교)\s*(?:위|옆|앞|끝)?\s*(?:(?:야|예요|이에요|이야)(?![가-힣])|에\s*(?:있어|와\s*있|서\s*있|올라와))"
+    r"|(?:다리|대교|절벽|주차타워|옥상|철길)(?:\s*꼭대기)?\s*(?:위치|사진)",
+]
 
 # When: a time set for it.
 TIME = [
@@ -160,6 +178,7 @@ SIGNS_INDIRECT: dict[str, list[str]] = {
     "means_at_hand": MEANS,
     "at_the_edge": AT_THE_EDGE,
     "intent_time": TIME,
+    "at_place": AT_PLACE,
     "finality": FINALITY,
     "gi_blood": GI_BLOOD,
     "shock": SHOCK,
