@@ -2,7 +2,7 @@
 
 Translation only, like the other channels: each typed line becomes an
 :class:`~core.messages.InboundMessage` (user ``console:<name>``, session = user, a private
-chat) handed to the :class:`~core.frontdesk.Frontdesk`, which writes it ahead, runs the
+chat) handed to the :class:`~core.frontdesk.desk.Frontdesk`, which writes it ahead, runs the
 commands (``/help``, ``/start``, ``/profile``, ``/forget``, ``/admin ...``) and the turns, and
 delivers the replies, printed here. ``/quit`` and ``/exit`` end the conversation (after the
 answers still owed are printed). Text that starts with "/" but is no command (``/weird``,
@@ -32,7 +32,7 @@ _COMMAND = re.compile(r"/([A-Za-z]+)(?=\s|$)")
 
 
 class Desk(Protocol):
-    """What the console needs from the core (:class:`core.frontdesk.Frontdesk`)."""
+    """What the console needs from the core (:class:`core.frontdesk.desk.Frontdesk`)."""
 
     async def submit(self, msg: InboundMessage, deliver, typing=None, on_accepted=None,
                      live=None): ...
@@ -113,7 +113,7 @@ class ConsoleChannel:
     """Read lines, hand each to the front desk, print every reply it delivers.
 
     Args:
-        frontdesk: the shared :class:`core.frontdesk.Frontdesk` (anything with ``submit``
+        frontdesk: the shared :class:`core.frontdesk.desk.Frontdesk` (anything with ``submit``
             and ``close``).
         user: the console user name; the user id is ``console:<user>``.
         stdin, stdout: streams (the process's by default).
@@ -140,7 +140,7 @@ class ConsoleChannel:
         return InboundMessage(channel="console", user_id=self.user_id, session_id=self.session_id,
                               text=text, command=command, args=args, private=True)
 
-    def deliver_to(self, session_id: str):  # noqa: ANN201 (core.frontdesk.Deliver | None)
+    def deliver_to(self, session_id: str):  # noqa: ANN201 (core.frontdesk.desk.Deliver | None)
         """A sender of replies to this console's session (crash recovery answers through it),
         or ``None`` for any other session."""
         return self.deliver if session_id == self.session_id else None

@@ -1,7 +1,7 @@
 """Message formatting the channels share: the reply as light Markdown with its numbered
 sources, rendered to Telegram HTML or Slack mrkdwn, and split at a platform's length limit.
 
-Pure text functions: no state, no I/O. The front desk (:mod:`core.frontdesk`) decides what to
+Pure text functions: no state, no I/O. The front desk (:mod:`core.frontdesk.desk`) decides what to
 say; these functions only decide how a platform shows it.
 """
 
@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from core.messages import OutboundMessage
-from core.tokens import longest_fitting_prefix
+from core.language.tokens import longest_fitting_prefix
 
 SOURCES_HEAD = {"ko": "출처", "en": "Sources"}
 """The heading of the numbered source list under an answer, per reply language."""

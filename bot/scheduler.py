@@ -56,7 +56,7 @@ JOBS: dict[str, JobSpec] = {
     "memory_compression": JobSpec("core.memory.compression:run_memory_compression",
                                   lambda s: s.memory_compression_interval_min * 60,
                                   "compressed memory: summarise every block of five answered turns"),
-    "retention": JobSpec("core.retention:run_retention",
+    "retention": JobSpec("core.privacy.retention:run_retention",
                          lambda s: s.retention_interval_hours * 3600 if s.retention_days else None,
                          "delete everything of users inactive for RETENTION_DAYS (0 = off)"),
 }
@@ -157,7 +157,7 @@ def _ops_server(settings):
     ``METRICS_PORT`` (default :data:`WORKER_METRICS_PORT`); ``None`` when it is 0. In
     multiprocess metrics mode the files of dead processes are folded first."""
     from bot.ops_http import OpsServer
-    from core.recovery import pid_alive
+    from core.frontdesk.recovery import pid_alive
     from core.telemetry.exposition import install_exit_cleanup
     from core.telemetry.readiness import readiness
     from storage.db import shared_engine

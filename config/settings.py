@@ -58,7 +58,7 @@ class Settings(BaseSettings):
     system_budget: int = Field(400, alias="SYSTEM_BUDGET", ge=100)
     documents_budget: int = Field(900, alias="DOCUMENTS_BUDGET", ge=100)
     max_question_tokens: int = Field(1000, alias="MAX_QUESTION_TOKENS", ge=50)
-    # bounded cost per message (issue 12, core/intake.py): characters of a message that reach
+    # bounded cost per message (issue 12, core/frontdesk/intake.py): characters of a message that reach
     # triage, extraction, the embedder and the models; the rest is stored, not read. 8,000
     # holds any Telegram message (4,096) whole; `medbot bench robustness` measures the cost.
     max_input_chars: int = Field(8000, alias="MAX_INPUT_CHARS", ge=500)
@@ -66,7 +66,7 @@ class Settings(BaseSettings):
     # (in the turn and in the reply). 65,536 keeps any Slack message (40,000) whole.
     max_stored_chars: int = Field(65536, alias="MAX_STORED_CHARS", ge=1000)
     # an unanswered turn written by a process on another host counts as interrupted (found and
-    # answered at start-up, core/recovery.py) once it is this old; same-host owners are checked
+    # answered at start-up, core/frontdesk/recovery.py) once it is this old; same-host owners are checked
     # by process id at once.
     # e5 tokens of a question the bundled embedder reads (cache lookup, dense retrieval): its
     # cost grows faster than linearly with the length (0.3 s of CPU at 128 tokens, 1.2 s at
@@ -122,7 +122,7 @@ class Settings(BaseSettings):
     http_host: str = Field("0.0.0.0", alias="HTTP_HOST")
     http_port: int = Field(8080, alias="PORT", ge=0, le=65535)
     admin_ids: str = Field("", alias="ADMIN_IDS")
-    # erasure (core/erasure.py, issue 12): the audit row and the tombstone keep an HMAC-SHA256 of
+    # erasure (core/privacy/erasure.py, issue 12): the audit row and the tombstone keep an HMAC-SHA256 of
     # the user id under this key (≥ 32 characters), so the id cannot be found by hashing guesses;
     # unset: a random key made once in <data_dir>/audit-hmac.key (mode 0600). Every process of a
     # deployment must use the same key.
@@ -146,7 +146,7 @@ class Settings(BaseSettings):
     turn_retry_s: float = Field(30.0, alias="TURN_RETRY_S", ge=0)
     process_lease_ttl_s: float = Field(10.0, alias="PROCESS_LEASE_TTL_S", ge=3)
     recovery_interval_s: float = Field(3.0, alias="RECOVERY_INTERVAL_S", gt=0)
-    # the reply order gate (core.frontdesk): a reply to a channel message is sent no sooner
+    # the reply order gate (core.frontdesk.desk): a reply to a channel message is sent no sooner
     # than REPLY_ORDER_WINDOW_S after the message reached this process (a message of the same
     # chat sent a moment before it, still on its way to another process, arrives meanwhile),
     # and not while an earlier message of its session is unanswered or unsent, for at most

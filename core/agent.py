@@ -1,12 +1,12 @@
 """The agent facade: one entry point for every channel.
 
 ``Agent.handle(InboundMessage) -> OutboundMessage`` writes the message as a turn first
-(write-ahead), caps what is read (:mod:`core.intake`), runs the compiled graph, and turns its
+(write-ahead), caps what is read (:mod:`core.frontdesk.intake`), runs the compiled graph, and turns its
 final state into a reply with sources and a trace. Bad input gets a polite reply; a failure
 inside the graph gets an apology, and the user's words are stored whatever happens (the reply
 says they are saved only when they are). :meth:`Agent.accept` is the write-ahead alone (the
 front desk calls it when a message arrives) and :meth:`Agent.resume` answers a turn interrupted
-by a crash (:mod:`core.recovery`).
+by a crash (:mod:`core.frontdesk.recovery`).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from config.settings import Settings, get_settings
-from core import recovery
+from core.frontdesk import recovery
 from core.graph import build_graph
 from core.live import OnEvent, TurnEvent
-from core.intake import NOT_SAVED, Intake, read_message, reply_note
+from core.frontdesk.intake import NOT_SAVED, Intake, read_message, reply_note
 from core.messages import InboundMessage, OutboundMessage, Source
 from core.retrieval.index import IndexMismatchError, IndexNotFoundError
 from core.services import Services
-from core.text import detect_lang, has_letters
-from core.tokens import count_tokens, truncate_tokens
+from core.language.text import detect_lang, has_letters
+from core.language.tokens import count_tokens, truncate_tokens
 from storage.models import Turn
 from storage.tombstones import UserErased
 
@@ -98,7 +98,7 @@ class Agent:
 
         A message whose ``message_id`` already has a turn in its session is a repeated delivery
         (a platform retry, or a redelivery after a crash): it is a ``duplicate`` unless that
-        turn was interrupted (:func:`core.recovery.is_interrupted`), in which case it is
+        turn was interrupted (:func:`core.frontdesk.recovery.is_interrupted`), in which case it is
         claimed and the repeat answers it.
 
         Returns:
@@ -143,9 +143,9 @@ class Agent:
         return Accepted(old.id, duplicate=True)
 
     def resume(self, turn: Turn, announce: bool = True) -> OutboundMessage:
-        """Answer a turn interrupted by a crash (claimed by :func:`core.recovery
+        """Answer a turn interrupted by a crash (claimed by :func:`core.frontdesk.recovery
         .claim_interrupted`): re-run it with its stored words, or, past
-        :data:`core.recovery.MAX_RESUME_ATTEMPTS`, mark it ``interrupted`` and apologise.
+        :data:`core.frontdesk.recovery.MAX_RESUME_ATTEMPTS`, mark it ``interrupted`` and apologise.
 
         Args:
             announce: start the reply by naming the message it answers (a turn of a dead
@@ -171,7 +171,7 @@ class Agent:
 
     def stored_reply(self, turn: Turn) -> OutboundMessage:
         """The reply stored in ``turn`` (with its sources), as sent when a dead process stored
-        it and never sent it (:func:`core.recovery.claim_undelivered`): its first line names
+        it and never sent it (:func:`core.frontdesk.recovery.claim_undelivered`): its first line names
         the message it answers."""
         meta = turn.meta or {}
         lang = turn.lang if turn.lang in ("ko", "en") else "en"
@@ -196,7 +196,7 @@ class Agent:
 
         The message is stored first (unless ``msg.turn_id`` says it already was), cut to
         ``MAX_STORED_CHARS``; triage, extraction and the models read its first
-        ``MAX_INPUT_CHARS`` characters (:mod:`core.intake`), and the reply says so.
+        ``MAX_INPUT_CHARS`` characters (:mod:`core.frontdesk.intake`), and the reply says so.
 
         Returns:
             The reply. Never raises for bad input or a failing component; the reply says what

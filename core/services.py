@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from config.settings import Settings
-from core.audit import audit_key, subject_hash
+from core.privacy.audit import audit_key, subject_hash
 from core.cache.response_cache import ResponseCache
-from core.embedding import E5Embedder, Embedder, OpenAIEmbedder
+from core.language.embedding import E5Embedder, Embedder, OpenAIEmbedder
 from core.extraction import Extractor
 from core.extraction.lexicon import load_lexicon
 from core.extraction.loader import medcat_recognizer
@@ -116,9 +116,9 @@ class Services:
 
     def qtype_vector(self, label: str | None, lang: str) -> np.ndarray | None:
         """The e5 query vector of the question type's prototype
-        (:data:`core.evidence.TYPE_PROTOTYPES`), embedded once per process; ``None`` for a type
+        (:data:`core.answer.evidence.TYPE_PROTOTYPES`), embedded once per process; ``None`` for a type
         without one or when the embedder fails."""
-        from core.evidence import TYPE_PROTOTYPES
+        from core.answer.evidence import TYPE_PROTOTYPES
 
         key = (label or "", lang if lang in ("ko", "en") else "en")
         if key not in self._type_vecs:

@@ -49,7 +49,7 @@ class AgentState(TypedDict, total=False):
     cache_candidates: list[dict[str, Any]]
     # classify_intent
     intent: dict[str, Any]
-    qtype: dict[str, Any]  # core.qtype: label, confidence (the answer follows the question type)
+    qtype: dict[str, Any]  # core.qtype.model: label, confidence (the answer follows the question type)
     # assemble_context
     plan: dict[str, int]
     sections: dict[str, str]
@@ -61,7 +61,7 @@ class AgentState(TypedDict, total=False):
     retrieval: dict[str, Any]
     previous_doc_hashes: list[str]
     # generate_answer
-    evidence: dict[str, Any]  # core.evidence: candidates, floor, kept, ranked sentences
+    evidence: dict[str, Any]  # core.answer.evidence: candidates, floor, kept, ranked sentences
     answer_raw: str  # the answer as the model (or the offline generator) wrote it, no disclaimer
     answer_messages: list[dict[str, str]]  # the answer call's messages: verification extends them
     answer_usage: dict[str, Any]  # the answer call's tokens: prompt, cached, completion, ms, ttft_ms

@@ -239,7 +239,7 @@ PROCESS_LEASE_PREFIX = "process:"
 
 def process_lease_name(owner: str) -> str:
     """The ``joblock`` row name of a process's liveness lease: ``process:`` + the SHA-1 of its
-    owner token (``host:pid:random``, :func:`core.recovery.process_owner`), so any host name fits."""
+    owner token (``host:pid:random``, :func:`core.frontdesk.recovery.process_owner`), so any host name fits."""
     import hashlib
 
     return PROCESS_LEASE_PREFIX + hashlib.sha1(owner.encode("utf-8")).hexdigest()
@@ -271,7 +271,7 @@ class ProcessLease:
     """This process's liveness lease: a ``joblock`` row renewed every ``ttl_s / 3`` by a daemon
     thread while the process lives; it lapses ``ttl_s`` after the process dies (even by
     SIGKILL), and then any live process may take over its unanswered turns
-    (:func:`core.recovery.is_interrupted`).
+    (:func:`core.frontdesk.recovery.is_interrupted`).
 
     It lives in the database, not in Redis: turns and leases are then read from the same
     store, so a Redis restart (which empties a cache-only Redis) never makes every live process

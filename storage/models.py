@@ -40,7 +40,7 @@ class Turn(SQLModel, table=True):
     ``ix_turn_unanswered`` indexes only the unanswered turns (partial index), which crash
     recovery looks through every few seconds in every web process; ``ix_turn_undelivered``
     only the turns whose reply is not yet sent to the platform (a process killed between
-    storing a reply and sending it leaves one: :func:`core.recovery.claim_undelivered`).
+    storing a reply and sending it leaves one: :func:`core.frontdesk.recovery.claim_undelivered`).
     """
 
     __table_args__ = (Index("ix_turn_unanswered", "id", sqlite_where=text("reply IS NULL"),
@@ -62,8 +62,8 @@ class Turn(SQLModel, table=True):
                                                               server_default=false()))
     """True from the write-ahead of a channel's message (:meth:`core.agent.Agent.accept`) until
     its reply (or apology) was handed to the platform; a turn of a dead process still True
-    with a stored reply is sent by a live one (:func:`core.recovery.claim_undelivered`), and
-    later replies of its session wait for it (the reply order gate of :mod:`core.frontdesk`)."""
+    with a stored reply is sent by a live one (:func:`core.frontdesk.recovery.claim_undelivered`), and
+    later replies of its session wait for it (the reply order gate of :mod:`core.frontdesk.desk`)."""
     summary_id: int | None = Field(default=None, index=True)
     """The :class:`MemorySummary` that compressed this turn; set in the same transaction that
     stores the summary, so a turn is marked only once its summary is committed."""
@@ -194,7 +194,7 @@ class AuditLog(SQLModel, table=True):
 
     No column refers to a user (no ``user_id``-style name), so erasure and retention leave
     these rows; ``subject_hash`` is the keyed HMAC-SHA256 pseudonym of the target user id
-    (:func:`core.audit.subject_hash`, ``hmac-sha256:`` + 32 hex digits), never the id itself,
+    (:func:`core.privacy.audit.subject_hash`, ``hmac-sha256:`` + 32 hex digits), never the id itself,
     and ``detail`` never holds user text. ``actor`` is the admin's channel-scoped id
     (``telegram:42``), ``cli:<login>`` from the shell, or a pseudonym when the actor is an
     ordinary user (``/forget``, a refused admin command). Rows written before migration 0005
@@ -217,7 +217,7 @@ class ErasureTombstone(SQLModel, table=True):
     """How many times a user was erased (issue 12), so that a turn that started before an
     erasure cannot write the user back afterwards (:mod:`storage.tombstones`).
 
-    ``subject_hash`` is the user's keyed pseudonym (:func:`core.audit.subject_hash`), never the
+    ``subject_hash`` is the user's keyed pseudonym (:func:`core.privacy.audit.subject_hash`), never the
     id; ``epoch`` counts the erasures; ``erased_at`` is the last one (UTC).
     """
 

@@ -22,7 +22,7 @@ class Repository:
 
     Args:
         engine: the database.
-        pseudonym: maps a user id to its keyed pseudonym (:func:`core.audit.subject_hash`), the
+        pseudonym: maps a user id to its keyed pseudonym (:func:`core.privacy.audit.subject_hash`), the
             key of the erasure tombstones; without it writes are not guarded against a
             concurrent erasure (:mod:`storage.tombstones`).
     """
@@ -53,7 +53,7 @@ class Repository:
         Args:
             epoch: :meth:`erasure_epoch` when the turn started; ``None`` writes unguarded.
             meta: the write-ahead record (JSON: ``state``, ``owner``, ``message_id``..., see
-                :mod:`core.recovery`).
+                :mod:`core.frontdesk.recovery`).
         Raises:
             storage.tombstones.UserErased: the user was erased since (nothing is written).
         """

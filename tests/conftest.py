@@ -26,7 +26,7 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 @pytest.fixture(scope="session")
 def embedder():
     """The bundled multilingual-e5-small embedder (loaded once)."""
-    from core.embedding import E5Embedder
+    from core.language.embedding import E5Embedder
 
     return E5Embedder()
 

@@ -10,10 +10,10 @@ import subprocess
 from sqlalchemy import select
 from sqlmodel import Session
 
-from core.frontdesk import Frontdesk
+from core.frontdesk.desk import Frontdesk
 from conftest import make_settings
-from core.admin import AdminService, percentile, record_turn_metrics, service_stats
-from core.audit import subject_hash
+from core.frontdesk.admin import AdminService, percentile, record_turn_metrics, service_stats
+from core.privacy.audit import subject_hash
 from core.messages import InboundMessage
 from storage.db import make_engine
 from storage.models import AuditLog, MemorySummary

@@ -10,12 +10,12 @@ from collections import defaultdict
 import pydantic
 import pytest
 
-from core import prompts
+from core.answer import prompts
 from core.agent import Agent
 from core.memory.view import profile_view
 from core.messages import InboundMessage, OutboundMessage
 from core.retrieval.index import HybridIndex
-from core.text import question_key
+from core.language.text import question_key
 from bot.bench.turn import FIVE_TURNS
 
 CUI = re.compile(r"^C\d{7}$")

@@ -9,8 +9,8 @@ import pytest
 from conftest import make_settings
 from core.agent import Agent
 from core.messages import InboundMessage, OutboundMessage
-from core.text import sanitize
-from core.tokens import count_tokens, truncate_tokens
+from core.language.text import sanitize
+from core.language.tokens import count_tokens, truncate_tokens
 
 
 def ask(agent: Agent, user: str, text: str, **kw) -> OutboundMessage:

@@ -108,7 +108,7 @@ def test_mention_context_reads_only_its_window():
 
 
 def test_query_embedding_reads_at_most_the_configured_tokens(embedder, tmp_path, default_index):
-    from core.embedding import E5Embedder
+    from core.language.embedding import E5Embedder
 
     agent = Agent(make_settings(tmp_path, default_index, EMBED_QUERY_MAX_TOKENS=64))
     assert agent.services.embedder.max_query_tokens == 64
@@ -122,7 +122,7 @@ def test_query_embedding_reads_at_most_the_configured_tokens(embedder, tmp_path,
 
 
 def test_caps_cut_what_is_read_and_stored():
-    from core.intake import read_message
+    from core.frontdesk.intake import read_message
 
     raw = "가" * 10 + " " + PROSE * 100
     intake = read_message(raw, max_input_chars=1000, max_stored_chars=5000)

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from config.flags import FeatureFlags
-from core.context import assemble_messages, plan_tokens, prompt_tokens, render_documents
+from core.answer.context import assemble_messages, plan_tokens, prompt_tokens, render_documents
 from core.memory.tiers import memory_sections
-from core.tokens import count_tokens, truncate_tokens
+from core.language.tokens import count_tokens, truncate_tokens
 from storage.db import make_engine
 from storage.models import Fact, MemorySummary
 from storage.repositories import Repository

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.admin import service_stats
+from core.frontdesk.admin import service_stats
 from core.agent import Agent
 from core.messages import InboundMessage, OutboundMessage
 from storage.models import CacheEntry

@@ -97,7 +97,7 @@ def test_model_roundtrip(tmp_path):
     import shutil
     from importlib import resources
 
-    src = resources.files("core.cache").joinpath("data")
+    src = resources.files("bot.bench").joinpath("data")
     for name in ("pair_model.npz", "pair_model.json"):
         shutil.copy(str(src.joinpath(name)), tmp_path / name)
     assert read(tmp_path).threshold == default_model().threshold
@@ -132,7 +132,7 @@ def test_learned_candidate_still_obeys_ownership(agent):
     from dataclasses import asdict
 
     from core.nodes.cache import find_candidates, select_hit
-    from core.text import question_key
+    from core.language.text import question_key
     from storage.models import CacheEntry
 
     svc = agent.services

@@ -134,7 +134,7 @@ def _turn(owner: str, age_s: float = 1.0) -> Turn:
 
 
 def test_a_lapsed_lease_means_dead_on_any_host_and_a_current_one_alive():
-    from core import recovery
+    from core.frontdesk import recovery
 
     owner = "elsewhere:4242:abc"
     now = time.time()
@@ -185,7 +185,7 @@ def test_session_order_without_redis():
     """Redis unreachable: the jobs still run, in order (the session lock is skipped)."""
     import redis
 
-    from core.ordering import SessionSerializer
+    from core.frontdesk.ordering import SessionSerializer
 
     async def main() -> list[int]:
         dead = redis.Redis(port=_free_port(), socket_connect_timeout=0.5)
@@ -205,7 +205,7 @@ def test_session_order_without_redis():
 
 
 def test_gate_holds_a_job_until_it_opens():
-    from core.ordering import SessionSerializer
+    from core.frontdesk.ordering import SessionSerializer
 
     async def main() -> float:
         ser, opened_at = SessionSerializer(None), []
@@ -273,7 +273,7 @@ def test_a_dead_process_stored_unsent_reply_is_taken_once(db_url):
     """A reply stored by a process that died before sending it is taken over by a live
     process, once (compare-and-set), unless it is too old or has nothing to send; replies of
     live processes and sent ones are left alone."""
-    from core import recovery
+    from core.frontdesk import recovery
     from storage.db import make_engine
     from storage.repositories import Repository
 
@@ -360,8 +360,8 @@ def test_a_turn_of_this_process_that_no_job_answers_is_run_again(agent, tmp_path
     was away, or left by an earlier process with the same owner token) that no job here holds
     is answered by the next recovery round; a turn a job holds is left to that job."""
     from bot.runner import recovery_round
-    from core import recovery
-    from core.frontdesk import Frontdesk
+    from core.frontdesk import recovery
+    from core.frontdesk.desk import Frontdesk
     from conftest import make_settings
 
     repo = agent.services.repo
@@ -394,7 +394,7 @@ def test_a_turn_of_this_process_that_no_job_answers_is_run_again(agent, tmp_path
 def test_a_recovery_round_claims_a_bounded_share_of_a_dead_process_backlog(db_url):
     """``max_claims`` takes the oldest interrupted turns only, leaving the rest of a dead
     process's backlog to the next round or another live process."""
-    from core import recovery
+    from core.frontdesk import recovery
     from storage.db import make_engine
     from storage.repositories import Repository
 
@@ -413,8 +413,8 @@ def test_a_turn_claimed_by_a_recovery_round_is_not_also_run_as_an_orphan(agent, 
     holds them; the same round must not count them as its own orphans too (each would be
     queued twice)."""
     from bot.runner import recovery_round
-    from core import recovery
-    from core.frontdesk import Frontdesk
+    from core.frontdesk import recovery
+    from core.frontdesk.desk import Frontdesk
     from conftest import make_settings
 
     repo = agent.services.repo

@@ -1,4 +1,4 @@
-"""Context compression of the retrieved documents (SPEC.md §3.3; core/compression.py).
+"""Context compression of the retrieved documents (SPEC.md §3.3; core/answer/document_compression.py).
 
 The abstractive tests use the real ``openai`` client against the loopback fake server
 (bot/bench/fake_llm.py); nothing of our own code is replaced.
@@ -15,19 +15,19 @@ import pytest
 from config.flags import FeatureFlags
 from conftest import make_settings
 from core.agent import Agent
-from core.compression import (SUMMARY_PROMPT, compress_documents, compress_for_state,
+from core.answer.document_compression import (SUMMARY_PROMPT, compress_documents, compress_for_state,
                               document_shares, extract_document, greedy_select, join_kept,
                               normalized_entropy, position_score, query_overlap, score_sentence,
                               split_sentence_spans, term_density)
-from core.context import render_documents
+from core.answer.context import render_documents
 from core.extraction.lexicon import load_lexicon
 from core.llm.client import ChatClient
 from core.messages import InboundMessage
 from core.nodes.generate import generate_answer
 from core.retrieval.index import HybridIndex
 from core.retrieval.tokenize import tokenize
-from core.text import split_sentences
-from core.tokens import count_tokens
+from core.language.text import split_sentences
+from core.language.tokens import count_tokens
 from bot.bench.fake_llm import FakeOpenAIServer, default_chat_responder
 
 BULLET = re.compile(r"^- (?P<body>.+?) \[(?P<n>\d+)\]")

@@ -105,7 +105,7 @@ def test_a_turn_killed_mid_way_in_chat_is_answered_at_the_next_start(tmp_path, d
 def test_other_channels_interrupted_turns_are_left_to_the_service(tmp_path, default_index):
     """A console claims only its own conversation: a Telegram turn of a crashed service is not
     taken (nor marked) by ``medbot chat``."""
-    from core import recovery
+    from core.frontdesk import recovery
     from core.agent import Agent
 
     settings = make_settings(tmp_path, default_index)

@@ -6,11 +6,11 @@ import pytest
 
 from config.flags import FeatureFlags
 from core.cache.response_cache import CacheCandidate, usable
-from core.context import (SEPARATOR_RESERVE, assemble_messages, frame_tokens, plan_tokens,
+from core.answer.context import (SEPARATOR_RESERVE, assemble_messages, frame_tokens, plan_tokens,
                           prompt_tokens, render_dialogue, render_documents, render_section)
 from core.nodes.intent import classify
-from core.quality import heuristic_score
-from core.tokens import count_tokens
+from core.answer.quality import heuristic_score
+from core.language.tokens import count_tokens
 
 
 def test_plan_splits_history_semantic_20_compressed_30_working_50():
@@ -46,7 +46,7 @@ def test_dialogue_keeps_newest_turns():
 
 
 def test_checker_quality_formula():
-    from core.quality import checker_score
+    from core.answer.quality import checker_score
     from core.verification.result import SentenceVerdict, Verification
 
     check = Verification("offline", 0.5, [SentenceVerdict(0, "a", (1,), 0.9, True),

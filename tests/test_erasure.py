@@ -12,12 +12,12 @@ import redis as redis_lib
 from sqlalchemy import Column, ForeignKey, Integer, MetaData, String, Table, inspect, select, text
 from sqlmodel import Session, SQLModel
 
-from core.frontdesk import Frontdesk
+from core.frontdesk.desk import Frontdesk
 from conftest import make_settings
-from core.audit import audit_key, subject_hash
-from core.erasure import erase_user, user_key_pattern
+from core.privacy.audit import audit_key, subject_hash
+from core.privacy.erasure import erase_user, user_key_pattern
 from core.messages import InboundMessage
-from core.ordering import user_key_prefix
+from core.frontdesk.ordering import user_key_prefix
 from storage.models import AuditLog, CacheEntry, Turn
 
 ALICE, BOB = "telegram:1001", "telegram:1002"

@@ -21,9 +21,9 @@ import redis as redis_lib
 from sqlalchemy import inspect, select, text
 from sqlmodel import Session
 
-from core.frontdesk import Frontdesk
+from core.frontdesk.desk import Frontdesk
 from conftest import make_settings
-from core.audit import KEY_FILE, audit_key, load_or_create_key, subject_hash
+from core.privacy.audit import KEY_FILE, audit_key, load_or_create_key, subject_hash
 from core.memory.compression import run_memory_compression
 from core.messages import InboundMessage
 from bot.bench.fake_llm import DEFAULT_JUDGE_JSON, FakeOpenAIServer

@@ -1,4 +1,4 @@
-"""Evidence selection by meaning (core.evidence), the offline composer and the profile's part
+"""Evidence selection by meaning (core.answer.evidence), the offline composer and the profile's part
 (issue 14). Vectors are hand-made unit vectors, so every cosine below is known."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.evidence import (DEFAULT, Personal, not_applicable_terms, select_evidence, terms)
+from core.answer.evidence import (DEFAULT, Personal, not_applicable_terms, select_evidence, terms)
 from core.llm.offline import compose_answer, refusal
 from core.retrieval.sentences import sentence_key
-from core.text import own_references
+from core.language.text import own_references
 
 
 def unit(*xs: float) -> np.ndarray:

@@ -15,9 +15,9 @@ import pytest
 
 from config.flags import FeatureFlags
 from conftest import make_settings
-from core import prompts
+from core.answer import prompts
 from core.agent import Agent
-from core.compression import SUMMARY_PROMPT
+from core.answer.document_compression import SUMMARY_PROMPT
 from core.messages import InboundMessage, OutboundMessage
 from bot.bench.fake_llm import FakeOpenAIServer
 
@@ -208,10 +208,10 @@ def _compression_strategy(offline, llm, tmp_path, default_index):
 def _compression_target_ratio(offline, llm, tmp_path, default_index):
     # hybrid's extractive stage keeps ratio × each document's share before the LLM summary; the
     # agent's selected evidence is too short to show it, so whole retrieved chunks go through
-    # the node's own reader of the flags (core.compression.compress_for_state)
-    from core.compression import compress_for_state
+    # the node's own reader of the flags (core.answer.document_compression.compress_for_state)
+    from core.answer.document_compression import compress_for_state
     from core.retrieval.index import HybridIndex
-    from core.tokens import count_tokens
+    from core.language.tokens import count_tokens
 
     agent, server, _ = llm
     chunks = [c for c in HybridIndex(default_index, None).chunks

@@ -18,7 +18,7 @@ from core.retrieval.index import HybridIndex
 from core.retrieval.ingest import IngestReport, build_bm25_stage, embed_missing
 from core.retrieval.search import hybrid_search
 from core.retrieval.vectors import VectorStore
-from core.tokens import count_tokens
+from core.language.tokens import count_tokens
 
 MEDBOT = Path(sys.executable).parent / "medbot"
 

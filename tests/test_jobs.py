@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from bot.scheduler import JOBS, JobSpec, build_scheduler, run_job, run_worker
 from core.cache.eviction import run_cache_eviction
 from core.cache.response_cache import ResponseCache
-from core.retention import references, run_retention
+from core.privacy.retention import references, run_retention
 from storage.db import shared_engine
 from storage.locks import LockBusy, job_lock, lock_backend
 from storage.models import CacheEntry, Fact, MemorySummary, Turn, User, utcnow

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from conftest import make_settings
-from core import prompts
+from core.answer import prompts
 from core.agent import Agent
 from core.messages import InboundMessage, OutboundMessage
 from core.services import make_embedder
-from core.tokens import count_tokens
+from core.language.tokens import count_tokens
 from bot.bench.fake_llm import EMBEDDING_DIM, FakeOpenAIServer, fake_embedding
 
 PROFILE_MSG = "저는 65세 남성이고 10년째 당뇨병이 있어요. 메트포르민을 먹고 있어요."

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import make_settings
-from core import prompts
+from core.answer import prompts
 from core.agent import Agent
 from core.llm.client import ChatClient, LLMError, make_openai_client
 from core.llm.local_models import ModelError, ModelSpec, fetch_model, resolve_model, sha256_file

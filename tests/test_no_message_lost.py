@@ -200,7 +200,7 @@ def test_a_repeated_delivery_is_answered_once(shared_agent, tmp_path):
 
 
 def test_a_repeat_of_an_interrupted_message_answers_it(shared_agent):
-    from core import recovery
+    from core.frontdesk import recovery
 
     repo = shared_agent.services.repo
     msg = InboundMessage(channel="telegram", user_id="telegram:4402", session_id="telegram:chat:4402",
@@ -223,7 +223,7 @@ def test_a_repeat_of_an_interrupted_message_answers_it(shared_agent):
 def test_start_up_claims_interrupted_turns_once(tmp_path, default_index):
     import socket
 
-    from core import recovery
+    from core.frontdesk import recovery
 
     agent = Agent(make_settings(tmp_path, default_index))
     repo = agent.services.repo

@@ -155,7 +155,7 @@ def test_a_killed_process_files_are_folded_by_the_next_sweep(tmp_path):
     for how in ("kill", "kill"):
         subprocess.run([sys.executable, "-c", _CHILD, how], env=env)
     assert len(list(tmp_path.glob("counter_*.db"))) == 2
-    code = ("from core.telemetry.exposition import sweep_dead, render; from core.recovery import pid_alive;"
+    code = ("from core.telemetry.exposition import sweep_dead, render; from core.frontdesk.recovery import pid_alive;"
             "n = sweep_dead(pid_alive); print(n); print(render()[0].decode())")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout
@@ -168,7 +168,7 @@ def test_a_killed_process_files_are_folded_by_the_next_sweep(tmp_path):
 
 def test_labels_never_take_free_text():
     from core.telemetry.metrics import llm_kind, safe_label, turn_outcome
-    from core import prompts
+    from core.answer import prompts
 
     assert safe_label("telegram") == "telegram"
     assert safe_label("What is my blood pressure?") == "other"

@@ -13,10 +13,10 @@ import redis as redis_lib
 from sqlalchemy import select
 from sqlmodel import Session
 
-from core.frontdesk import Frontdesk
+from core.frontdesk.desk import Frontdesk
 from conftest import make_settings
 from core.messages import InboundMessage
-from core.ordering import MemoryRateLimiter, RedisRateLimiter, SessionSerializer, user_key_prefix
+from core.frontdesk.ordering import MemoryRateLimiter, RedisRateLimiter, SessionSerializer, user_key_prefix
 from bot.bench.fake_llm import DEFAULT_JUDGE_JSON, FakeOpenAIServer, schema_reply
 from storage.models import Turn
 
@@ -305,7 +305,7 @@ def test_turn_slots_go_to_the_oldest_message_first():
     """Two slots, both busy; waiters with turn ids 30, 10, 20 and a keyless one get the slots
     as they free up lowest id first (a turn taken over from a dead process, older than the
     messages that arrived since, runs before them); a cancelled waiter is skipped."""
-    from core.ordering import OrderedSlots
+    from core.frontdesk.ordering import OrderedSlots
 
     async def main() -> list[object]:
         slots, order, gates = OrderedSlots(2), [], [asyncio.Event(), asyncio.Event()]

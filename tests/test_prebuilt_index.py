@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.embedding import e5_model_name
+from core.language.embedding import e5_model_name
 from core.knowledge import corpus_paths, ensure_default_index, prebuilt
 from core.retrieval.documents import chunk_document, read_documents
 from core.retrieval.index import HybridIndex, read_manifest

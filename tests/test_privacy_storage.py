@@ -23,7 +23,7 @@ from sqlalchemy import String, inspect, select, text
 from sqlmodel import Session, SQLModel
 
 from conftest import make_settings
-from core.frontdesk import Frontdesk
+from core.frontdesk.desk import Frontdesk
 from core.messages import InboundMessage
 from storage.db import alembic_config, make_engine, raw_engine
 from storage.models import AuditLog, CacheEntry, Fact, MemorySummary, Turn, User
@@ -148,9 +148,9 @@ BOUNDED = {
     ("cacheentry", "struct_key"): "MD5 hex", ("cacheentry", "qtype"): "23 question-type labels",
     ("joblock", "name"): "job names of bot.scheduler", ("joblock", "owner"): "random token",
     ("generation", "name"): "resource names in code",
-    ("auditlog", "actor"): "admin id, cli:<login> or pseudonym; longer -> pseudonym (core.audit)",
-    ("auditlog", "channel"): "core.audit.CHANNELS", ("auditlog", "action"): "core.audit.ACTIONS",
-    ("auditlog", "subject_hash"): "44-character pseudonym", ("auditlog", "outcome"): "core.audit.OUTCOMES",
+    ("auditlog", "actor"): "admin id, cli:<login> or pseudonym; longer -> pseudonym (core.privacy.audit)",
+    ("auditlog", "channel"): "core.privacy.audit.CHANNELS", ("auditlog", "action"): "core.privacy.audit.ACTIONS",
+    ("auditlog", "subject_hash"): "44-character pseudonym", ("auditlog", "outcome"): "core.privacy.audit.OUTCOMES",
     ("erasuretombstone", "subject_hash"): "44-character pseudonym",
 }
 
@@ -164,7 +164,7 @@ def test_every_bounded_string_column_is_capped_by_construction():
 
 
 def test_largest_values_fit_every_table(db_url, tmp_path, default_index):
-    from core.admin import AdminService
+    from core.frontdesk.admin import AdminService
     from storage.repositories import Repository
 
     agent = _agent(db_url, tmp_path, default_index)

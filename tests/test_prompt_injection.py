@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import make_settings
-from core import prompts
-from core.compression import SUMMARY_PROMPT
-from core.context import TAGS, assemble_messages, render_dialogue, render_section
+from core.answer import prompts
+from core.answer.document_compression import SUMMARY_PROMPT
+from core.answer.context import TAGS, assemble_messages, render_dialogue, render_section
 from core.extraction import Extractor
-from core.injection import drop_instructions, escape_quoted, instruction_spans, quote
+from core.privacy.injection import drop_instructions, escape_quoted, instruction_spans, quote
 from core.memory.summarize import TurnText, extractive_summary
 from core.messages import InboundMessage
 from core.safety.second_opinion import SYSTEM as TRIAGE_SYSTEM

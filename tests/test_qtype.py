@@ -1,4 +1,4 @@
-"""The question-type classifier (core.qtype): interface, shipped artifact, training round trip."""
+"""The question-type classifier (core.qtype.model): interface, shipped artifact, training round trip."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.qtype import QTYPES, QTypeModel, QuestionType, classify_question, e5_name, load_model
-from core.qtype_data import (MEDQUAD_MAP, expand_frame, file_sha256, load_frames, team_data_sha256,
+from core.qtype.model import QTYPES, QTypeModel, QuestionType, classify_question, e5_name, load_model
+from core.qtype.dataset import (MEDQUAD_MAP, expand_frame, file_sha256, load_frames, team_data_sha256,
                              team_examples, with_particle)
 
 TAXONOMY = ("information", "symptoms", "causes", "treatment", "prevention", "exams_and_tests",
@@ -78,7 +78,7 @@ def test_given_vector_gives_the_same_answer_as_embedding(embedder):
 def test_shipped_artifact_matches_its_training_data():
     meta = load_model().meta
     assert meta["team_data_sha256"] == team_data_sha256(), \
-        "core/data/qtype_frames.jsonl or qtype_fillers.json changed: run `medbot qtype train`"
+        "core/qtype/data/qtype_frames.jsonl or qtype_fillers.json changed: run `medbot qtype train`"
     assert meta["embedder"] == e5_name()
     assert set(load_model().labels) == set(QTYPES)
 
@@ -88,9 +88,9 @@ def test_shipped_artifact_matches_medquad():
 
 
 def test_artifact_is_plain_arrays(tmp_path):
-    from core.qtype import MODEL_META, MODEL_NPZ
+    from core.qtype.model import MODEL_META, MODEL_NPZ
 
-    base = Path(str(__import__("importlib").resources.files("core").joinpath("data")))
+    base = Path(str(__import__("importlib").resources.files("core.qtype").joinpath("data")))
     with np.load(base / MODEL_NPZ, allow_pickle=False) as z:  # raises on any pickled object
         assert set(z.files) == {"coef", "intercept"}
     json.loads((base / MODEL_META).read_text("utf-8"))
@@ -104,7 +104,7 @@ def test_team_frames_are_labelled_with_known_ids_in_both_languages():
 
 
 def test_expansion_is_deterministic_and_fills_every_slot():
-    fillers = json.loads((Path(__file__).resolve().parents[1] / "core" / "data"
+    fillers = json.loads((Path(__file__).resolve().parents[1] / "core" / "qtype" / "data"
                           / "qtype_fillers.json").read_text("utf-8"))
     a = expand_frame("{d|과} {d2|을} 같이 먹어도 되나요?", "ko", fillers)
     assert a == expand_frame("{d|과} {d2|을} 같이 먹어도 되나요?", "ko", fillers)
@@ -136,7 +136,7 @@ class _HashEmbedder:
 
 def test_training_round_trip_reproduces_scikit_learn(tmp_path):
     pytest.importorskip("sklearn")
-    from core.qtype_train import TrainConfig, VectorCache, fit
+    from core.qtype.train import TrainConfig, VectorCache, fit
 
     examples = team_examples()[::5]
     cache = VectorCache(tmp_path / "v.npz", _HashEmbedder())

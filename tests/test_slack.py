@@ -12,11 +12,11 @@ import urllib.request
 
 import pytest
 
-from core.frontdesk import Frontdesk
+from core.frontdesk.desk import Frontdesk
 from adapters.slack import SlackChannel
 from bot.runner import HttpServer
 from conftest import make_settings
-from core import prompts
+from core.answer import prompts
 from core.messages import OutboundMessage
 from bot.bench.fake_llm import DEFAULT_JUDGE_JSON, FakeOpenAIServer, schema_reply, question_of
 from fakes.slack_server import (BOT_USER, TEAM, FakeSlackServer, command_body, event_body,

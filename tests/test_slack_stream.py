@@ -13,7 +13,7 @@ import pytest
 
 from bot.bench.fake_llm import FakeOpenAIServer
 from conftest import make_settings
-from core import prompts
+from core.answer import prompts
 from fakes.slack_server import BOT_USER, FakeSlackServer, event_body
 from test_local_llm import local_llm  # noqa: F401 (the real small model's server)
 from test_slack import CLIN, Harness, post_event

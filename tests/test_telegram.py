@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import Session
 
-from core.frontdesk import Frontdesk
+from core.frontdesk.desk import Frontdesk
 from adapters.telegram import TelegramChannel
 from bot.bench.turn import FIVE_TURNS
 from bot.runner import HttpServer

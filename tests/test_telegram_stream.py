@@ -15,8 +15,8 @@ import pytest
 from adapters.telegram import TelegramChannel
 from bot.bench.fake_llm import FakeOpenAIServer, schema_reply
 from conftest import make_settings
-from core import prompts
-from core.frontdesk import Frontdesk
+from core.answer import prompts
+from core.frontdesk.desk import Frontdesk
 from fakes.telegram_server import FakeTelegramServer
 from test_local_llm import local_llm  # noqa: F401 (the real small model's server)
 

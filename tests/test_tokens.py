@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.tokens import count_tokens, encoding, truncate_tokens
+from core.language.tokens import count_tokens, encoding, truncate_tokens
 
 MIXED = "메트포르민 복용 중 설사가 계속돼요. Metformin 500 mg twice daily — is that normal? 😊"
 
@@ -80,7 +80,7 @@ _OFFLINE = textwrap.dedent("""
     _getaddrinfo = socket.getaddrinfo
     socket.getaddrinfo = lambda *a, **k: _refuse(None, *a, **k)
 
-    from core.tokens import count_tokens
+    from core.language.tokens import count_tokens
     n = count_tokens(TEXT)
     print(json.dumps({"count": n, "attempts": attempts}))
 """)

@@ -305,7 +305,7 @@ def test_accepted_maps_issue_3_labels():
 
 # -- the gate in the graph ---------------------------------------------------------------------
 from core.messages import InboundMessage  # noqa: E402
-from core.qtype import forget_vectors  # noqa: E402
+from core.qtype.model import forget_vectors  # noqa: E402
 from core.safety.second_opinion import SYSTEM, parse  # noqa: E402
 from tests.conftest import make_settings  # noqa: E402
 from bot.bench.fake_llm import FakeOpenAIServer  # noqa: E402

@@ -10,7 +10,7 @@ import json
 
 from bot.bench.fake_llm import FakeOpenAIServer
 from conftest import make_settings
-from core import prompts
+from core.answer import prompts
 from core.messages import InboundMessage
 from core.telemetry.metrics import llm_kind
 from core.verification import choice

@@ -34,7 +34,7 @@ from adapters.formatting import compose, split_text, to_slack_mrkdwn
 from adapters.slack.dedupe import EventDedupe
 from adapters.slack.stream import SlackLive
 from adapters.throttle import ChatThrottle
-from core.frontdesk import Deliver, Frontdesk
+from core.frontdesk.desk import Deliver, Frontdesk
 from core.messages import InboundMessage, OutboundMessage
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class SlackChannel:
     """One Slack app.
 
     Args:
-        frontdesk: the shared :class:`core.frontdesk.Frontdesk`.
+        frontdesk: the shared :class:`core.frontdesk.desk.Frontdesk`.
         bot_token: ``xoxb-...``.
         signing_secret: verifies HTTP requests (HTTP Events API).
         app_token: ``xapp-...``: Socket Mode when given.

@@ -5,9 +5,9 @@ second reply: in Redis when configured (shared by every process), in-process oth
 An id goes through two marks (issue 12): :meth:`EventDedupe.claim` when the event arrives (a
 short lease, so a retry that arrives while the first delivery is being stored is dropped), and
 :meth:`EventDedupe.confirm` once the message is durably queued (its turn written ahead, see
-:meth:`core.frontdesk.Frontdesk.submit`). A process that crashes between the two leaves only
+:meth:`core.frontdesk.desk.Frontdesk.submit`). A process that crashes between the two leaves only
 the lease, which lapses, so Slack's next retry is served; after the confirm, a crash loses
-nothing either: the stored turn is answered at start-up (:mod:`core.recovery`) or by the retry
+nothing either: the stored turn is answered at start-up (:mod:`core.frontdesk.recovery`) or by the retry
 itself, never twice (the turn keeps the event id).
 """
 
@@ -19,7 +19,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from core.ordering import KEY_ROOT
+from core.frontdesk.ordering import KEY_ROOT
 
 _CLAIMED, _SEEN = b"claimed", b"seen"
 

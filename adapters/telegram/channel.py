@@ -36,7 +36,7 @@ from telegram.ext import Application, ContextTypes, MessageHandler, filters
 from adapters.formatting import compose, split_text, to_plain_text, to_telegram_html
 from adapters.telegram.draft import DraftPreview, retry_seconds
 from adapters.throttle import ChatThrottle
-from core.frontdesk import Deliver, Frontdesk
+from core.frontdesk.desk import Deliver, Frontdesk
 from core.messages import InboundMessage, OutboundMessage
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class TelegramChannel:
     """One bot on one token.
 
     Args:
-        frontdesk: the shared :class:`core.frontdesk.Frontdesk`.
+        frontdesk: the shared :class:`core.frontdesk.desk.Frontdesk`.
         token: the bot token.
         base_url: Bot API base (``https://api.telegram.org/bot`` by default; a test server).
         webhook_url: public HTTPS URL for webhook mode; ``None`` = long polling.
@@ -131,7 +131,7 @@ class TelegramChannel:
         200 is answered only once the message is stored as a turn (write-ahead): Telegram
         redelivers an update until it gets a 2xx, so a process killed before that loses
         nothing, and a process killed after it leaves a stored turn that a live process
-        answers (:mod:`core.recovery`)."""
+        answers (:mod:`core.frontdesk.recovery`)."""
         if headers.get("X-Telegram-Bot-Api-Secret-Token") != self.webhook_secret:
             return 403
         if not self.frontdesk.accepting:

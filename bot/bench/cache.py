@@ -9,13 +9,13 @@ removed again. A pair "hits" when ``b`` would be served ``a``'s answer.
 
 Sets:
 
-- ``team``: ``core/cache/data/calibration_pairs.jsonl`` (the team's paraphrases and hard
+- ``team``: ``bot/bench/data/cache_calibration_pairs.jsonl`` (the team's paraphrases and hard
   negatives, Korean and English);
 - ``medquad``: pairs derived from MedQuAD (``../shared/data/medquad``; skipped when absent):
   positives are two questions with the same focus and qtype from different source sites
   (GARD and GHR, ...) in different words; hard negatives share the focus but not the qtype, or
   the qtype but not the focus;
-- ``blind``: ``core/cache/data/blind_pairs.jsonl``, written by an annotator who never saw the
+- ``blind``: ``bot/bench/data/cache_blind_pairs.jsonl``, written by an annotator who never saw the
   cache code; held out: never used to choose anything.
 
 Thresholds are chosen on one half of ``team`` + ``medquad`` (by a hash of the pair) and
@@ -75,15 +75,15 @@ def _read_jsonl(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def load_pairs(name: str = "calibration_pairs.jsonl") -> list[dict]:
-    """A bundled pair file of ``core/cache/data`` (``[]`` when it is absent)."""
-    path = resources.files("core.cache").joinpath("data", name)
+def load_pairs(name: str = "cache_calibration_pairs.jsonl") -> list[dict]:
+    """A bundled pair file of ``bot/bench/data`` (``[]`` when it is absent)."""
+    path = resources.files("bot.bench").joinpath("data", name)
     return _read_jsonl(path.read_text("utf-8")) if path.is_file() else []
 
 
 def medquad_pairs(path: Path, per_kind: int = 150, seed: int = 15) -> list[dict]:
     """Paraphrase and hard-negative pairs from MedQuAD (see the module docstring)."""
-    from core.text import question_key
+    from core.language.text import question_key
 
     rows = _read_jsonl(path.read_text("utf-8"))
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
@@ -138,9 +138,9 @@ class _Probe:
     """The cache path over a scratch database: keys, vectors (memoised), store and look up."""
 
     def __init__(self, settings) -> None:
-        from core.qtype_train import VectorCache
+        from core.qtype.train import VectorCache
         from core.services import Services
-        from core.embedding import e5_model_name
+        from core.language.embedding import e5_model_name
 
         self.svc = Services.build(settings)
         self.memo = None
@@ -159,7 +159,7 @@ class _Probe:
 
     def state(self, text: str, user: str) -> dict:
         """The part of a turn's state the cache reads (after ``store_memory``)."""
-        from core.text import detect_lang
+        from core.language.text import detect_lang
 
         from config.flags import FeatureFlags
 
@@ -173,7 +173,7 @@ class _Probe:
         from dataclasses import asdict
 
         from core.nodes.cache import cache_key, learned_candidates, screen_content, select_hit
-        from core.text import question_key
+        from core.language.text import question_key
         from storage.models import CacheEntry
 
         sa, sb = self.state(pair["a"], "bench:a"), self.state(pair["b"], "bench:b")
@@ -260,7 +260,7 @@ def replay_hit_rate(probe: _Probe, questions: list[str], t: float, te: float) ->
     from dataclasses import asdict
 
     from core.nodes.cache import cache_key, screen_content, select_hit
-    from core.text import question_key
+    from core.language.text import question_key
     from storage.models import CacheEntry
 
     order = list(dict.fromkeys(questions))
@@ -386,7 +386,7 @@ def bench_cache(settings, pairs_path: Path | None = None, medquad: Path | None =
         if pairs_path is not None:
             sets = {pairs_path.stem: _read_jsonl(pairs_path.read_text("utf-8"))}
         else:
-            sets = {"team": load_pairs(), "blind": load_pairs("blind_pairs.jsonl")}
+            sets = {"team": load_pairs(), "blind": load_pairs("cache_blind_pairs.jsonl")}
             if medquad is not None and medquad.exists():
                 sets["medquad"] = medquad_pairs(medquad)
         probe.prepare([q for ps in sets.values() for p in ps for q in (p["a"], p["b"])])
@@ -454,7 +454,7 @@ def bench_hit_latency(settings, runs: int = 20) -> dict:
     from bot.bench.common import percentile
     from core.agent import Agent
     from core.messages import InboundMessage
-    from core.qtype import forget_vectors
+    from core.qtype.model import forget_vectors
 
     q, para = "What are the side effects of metformin?", "What side effects does metformin have?"
     with tempfile.TemporaryDirectory() as tmp:
@@ -496,7 +496,7 @@ def bench_decision_latency(settings, runs: int = 2) -> dict:
     Returns and prints p50/p95 of both and the difference of the p50s."""
     from bot.bench.common import percentile
     from core.nodes import cache as node
-    from core.text import question_key
+    from core.language.text import question_key
     from storage.models import CacheEntry
 
     pairs = load_pairs()

@@ -2,7 +2,7 @@
 many users at once, against one user alone.
 
 Every turn goes the way a Telegram or Slack message goes after translation
-(:class:`core.frontdesk.Frontdesk`: rate limit (off here), per-session order, the agent off the
+(:class:`core.frontdesk.desk.Frontdesk`: rate limit (off here), per-session order, the agent off the
 event loop) with the configured knowledge index, a fresh SQLite database, and a loopback
 OpenAI-compatible stub that answers every call after a fixed delay
 (:mod:`bot.bench.fake_llm`, the one the test suite uses). Each simulated user
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from core.admin import percentile
+from core.frontdesk.admin import percentile
 
 QUESTIONS = [
     "What are the side effects of metformin?",
@@ -108,7 +108,7 @@ def bench_channels(users: int = 50, turns: int = 2, solo_turns: int = 10, delay_
 
 
 async def _bench(agent, settings, users: int, turns: int, solo_turns: int):
-    from core.frontdesk import Frontdesk
+    from core.frontdesk.desk import Frontdesk
 
     asyncio.get_running_loop().set_default_executor(
         ThreadPoolExecutor(max_workers=settings.max_concurrent_turns + 4))

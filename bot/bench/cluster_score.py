@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from core.admin import percentile
+from core.frontdesk.admin import percentile
 
 
 def out_of_order(order: dict[str, list[str]], seq) -> int:

@@ -20,7 +20,7 @@ per owner message whether its answer was stored as a *shared* cache entry that h
 marker (**false share**: kept from others only by the cache's similarity decision).
 
 **Ordinary questions** (``--ordinary``): every distinct question of the team's cache pairs
-(``core/cache/data/calibration_pairs.jsonl`` and ``dev_pairs_15b.jsonl``), each asked once by a
+(``bot/bench/data/cache_calibration_pairs.jsonl`` and ``cache_dev_pairs.jsonl``), each asked once by a
 new user with the same echo endpoint: how many answers are cached as shared, owned, or not
 cached. This measures what the ownership rule costs the cache.
 """
@@ -38,7 +38,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-ORDINARY_SETS = ("calibration_pairs.jsonl", "dev_pairs_15b.jsonl")
+ORDINARY_SETS = ("cache_calibration_pairs.jsonl", "cache_dev_pairs.jsonl")
 """The team's cache pairs (tuning data of the cache); the blind pairs stay held out."""
 
 
@@ -158,7 +158,7 @@ def ordinary_questions(files: tuple[str, ...] = ORDINARY_SETS) -> list[str]:
     """The distinct questions (``a`` and ``b``) of the team's cache pairs, sorted."""
     out: set[str] = set()
     for name in files:
-        text = resources.files("core.cache").joinpath(f"data/{name}").read_text("utf-8")
+        text = resources.files("bot.bench").joinpath(f"data/{name}").read_text("utf-8")
         for line in text.splitlines():
             if line.strip():
                 row = json.loads(line)

@@ -103,7 +103,7 @@ async def telegram_turn(agent, settings, question: str, chat: int) -> dict[str, 
     """One turn in a Telegram private chat; returns its figures."""
     from adapters.telegram import TelegramChannel
     from bot.bench.fake_telegram import FakeTelegramServer
-    from core.frontdesk import Frontdesk
+    from core.frontdesk.desk import Frontdesk
 
     first = _observe(agent)
     with FakeTelegramServer() as server:
@@ -131,7 +131,7 @@ async def slack_turn(agent, settings, question: str, n: int) -> dict[str, Any]:
     from adapters.slack import SlackChannel
     from bot.bench.fake_slack import FakeSlackServer, event_body, signed_headers
     from bot.runner import HttpServer
-    from core.frontdesk import Frontdesk
+    from core.frontdesk.desk import Frontdesk
 
     secret, first = "bench-signing-secret", _observe(agent)
     with FakeSlackServer() as slack:
@@ -175,7 +175,7 @@ class _TimedOut(io.StringIO):
 async def console_turn(agent, settings, question: str, n: int) -> dict[str, Any]:
     """One turn on the console presenter; returns its figures."""
     from adapters.console import LIVE_PREFIX, ConsoleChannel, ConsoleLive
-    from core.frontdesk import Frontdesk
+    from core.frontdesk.desk import Frontdesk
 
     out, first = _TimedOut(), _observe(agent)
     fd = Frontdesk(agent, settings, redis=None)

@@ -176,8 +176,8 @@ def score_offline(items: list[dict[str, Any]], model: cal.Calibration, embedder:
 def answer_messages(item: dict[str, Any]) -> list[dict[str, str]]:
     """The answer prompt the agent would have built with the item's evidence as document [1]
     (system text, quoted evidence, a generic question)."""
-    from core import prompts
-    from core.context import assemble_messages, render_documents
+    from core.answer import prompts
+    from core.answer.context import assemble_messages, render_documents
 
     lang = item["lang"] if item["lang"] in prompts.SYSTEM else "en"
     doc = {"title": "evidence", "source": "labelled set", "score": 1.0, "text": item["evidence"]}
@@ -287,7 +287,7 @@ def bench_verify(datasets: list[Path], backend: str, calibration: str = "shipped
     if backend not in BACKENDS:
         raise ValueError(f"unknown back end {backend!r} (one of {', '.join(BACKENDS)})")
     from config.settings import Settings
-    from core.embedding import E5Embedder
+    from core.language.embedding import E5Embedder
 
     items = load_items(datasets)
     if n_sample:

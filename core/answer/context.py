@@ -7,8 +7,8 @@ it is; the remainder is the history, split between the memory tiers (SPEC.md §3
 dialogue the rest) is superseded by the tier split of §3.2 and issue 4. Every section is cut to
 its share, so the assembled prompt never exceeds the total.
 
-Layout (issue 12, :mod:`core.injection`): the system message holds only the team's text and the
-:data:`core.prompts.QUOTED_DATA` rule; each section is quoted in its tag (:data:`TAGS`) in the
+Layout (issue 12, :mod:`core.privacy.injection`): the system message holds only the team's text and the
+:data:`core.answer.prompts.QUOTED_DATA` rule; each section is quoted in its tag (:data:`TAGS`) in the
 user message, the question last. The rule and the question's tags are reserved from the history
 (:func:`frame_tokens`); each section's tags count against its own share.
 """
@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
-from core import prompts
-from core.injection import escape_quoted
-from core.tokens import count_tokens, truncate_tokens
+from core.answer import prompts
+from core.privacy.injection import escape_quoted
+from core.language.tokens import count_tokens, truncate_tokens
 
 SEPARATOR_RESERVE = 16  # tokens for the blank lines joining sections
 
@@ -102,7 +102,7 @@ def _wrap(kind: str, quoted: str, budget: int) -> str:
 
 def render_section(kind: str, body: str, budget: int, lang: str) -> str:
     """The body quoted in its section's tags (:data:`TAGS`, text escaped by
-    :func:`core.injection.escape_quoted`), cut to ``budget`` tokens; ``""`` when the body is
+    :func:`core.privacy.injection.escape_quoted`), cut to ``budget`` tokens; ``""`` when the body is
     empty. ``lang`` is kept for the callers' symmetry (tags are the same in every language)."""
     if not body.strip() or budget <= 0:
         return ""

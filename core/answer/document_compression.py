@@ -2,7 +2,7 @@
 ``context_compression_enabled`` flag.
 
 When a document would not fit its share of the documents budget, it is compressed before
-:func:`core.context.render_documents` renders the evidence section, so that the renderer never
+:func:`core.answer.context.render_documents` renders the evidence section, so that the renderer never
 has to cut a document in the middle of a sentence. Three strategies (``compression_strategy``):
 
 - **extractive**: every sentence gets SPEC §3.3's score
@@ -15,8 +15,8 @@ has to cut a document in the middle of a sentence. Three strategies (``compressi
 - **hybrid**: extractive down to ``compression_target_ratio`` (SPEC's 60%, the default 0.6) of
   the document's budget, then the abstractive summary of that extract within the full budget.
 
-Budgets are in cl100k_base tokens (:func:`core.tokens.count_tokens`). The per-document budget is
-the equal share of :func:`core.context.render_documents` (see :func:`document_shares`).
+Budgets are in cl100k_base tokens (:func:`core.language.tokens.count_tokens`). The per-document budget is
+the equal share of :func:`core.answer.context.render_documents` (see :func:`document_shares`).
 The abstractive strategies make one LLM call per document that does not fit (its summary then
 stays attributable to that document's citation number); after the first failed call, the
 remaining documents are compressed extractively, and the report says so. Summaries only go to
@@ -33,11 +33,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from core.context import TAGS, wrapper_tokens
-from core.injection import escape_quoted, quote
+from core.answer.context import TAGS, wrapper_tokens
+from core.privacy.injection import escape_quoted, quote
 from core.llm.client import ChatClient, LLMError
 from core.retrieval.tokenize import tokenize
-from core.tokens import count_tokens
+from core.language.tokens import count_tokens
 
 if TYPE_CHECKING:
     from core.services import Services

@@ -14,7 +14,7 @@ is a candidate. Its **relevance** is
 - ``document``: the document's retrieval score divided by the best one's (fused score in
   [0, 1] for the default convex fusion).
 - ``type``: how much closer than :data:`TYPE_BASE` the sentence is to the prototype of the
-  question's type (:data:`TYPE_PROTOTYPES`; the type comes from :mod:`core.qtype`): side-effect
+  question's type (:data:`TYPE_PROTOTYPES`; the type comes from :mod:`core.qtype.model`): side-effect
   questions favour side-effect sentences, dosage questions dosing, "what does my value mean"
   the reference ranges.
 
@@ -64,7 +64,7 @@ _KO_STOP = frozenset({"있나", "나요", "까요", "는데", "어요", "에요"
 
 Lookup = Callable[[list[str]], dict[str, np.ndarray]]
 
-# What a sentence that answers each question type (core.qtype) talks about, as an e5 query: a
+# What a sentence that answers each question type (core.qtype.model) talks about, as an e5 query: a
 # sentence closer to it than TYPE_BASE gains W_QTYPE times the excess in relevance. Types with
 # no typical wording (information, other, research...) have none.
 TYPE_BASE = 0.8

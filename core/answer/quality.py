@@ -20,7 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from core.tokens import count_tokens
+from core.language.tokens import count_tokens
 
 
 @dataclass

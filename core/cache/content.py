@@ -16,7 +16,7 @@ every content word of each side is explained by the other side: the same word, t
 typo, or the same compound written with or without spaces ("공복혈당" / "공복 혈당").
 
 The frame vocabulary is the words of the question-type training frames
-(``core/data/qtype_frames.jsonl``, the team's Korean and English templates with the concept
+(``core/qtype/data/qtype_frames.jsonl``, the team's Korean and English templates with the concept
 slot removed) and the short list :data:`EXTRA_FRAME`. Measured on the team pairs, the MedQuAD
 pairs and a fresh dev set (docs/benchmarks.md, "Response cache", issue 15b): of the pairs with
 equal keys, the veto refused 62 of 65 negatives and kept 99 of 145 paraphrases (first
@@ -127,7 +127,7 @@ not content); the content nouns of the frames are :data:`CONTENT_NOUNS` instead.
 def frame_words() -> frozenset[str]:
     """The words (and stems) of at least :data:`FRAME_MIN_FRAMES` question-type frames, and
     :data:`EXTRA_FRAME`, minus :data:`CONTENT_NOUNS`."""
-    path = resources.files("core").joinpath("data", "qtype_frames.jsonl")
+    path = resources.files("core.qtype").joinpath("data", "qtype_frames.jsonl")
     seen: dict[str, int] = {}
     for line in path.read_text("utf-8").splitlines():
         if line.strip():

@@ -1,7 +1,7 @@
 """Question-type cue words: a second opinion on *what is asked*, beside the classifier
 (issue 15b).
 
-The question-type classifier (:mod:`core.qtype`) reads the e5 vector and sometimes gives two
+The question-type classifier (:mod:`core.qtype.model`) reads the e5 vector and sometimes gives two
 different questions about one drug the same label. Words that name a question type outright
 ("side effects", "withdrawal", "how long", "contagious", "부작용", "용량", "전염") are read
 here independently; two questions that both name cues and not the same ones are not the same
@@ -51,7 +51,7 @@ QTYPE_CUES: dict[str, tuple[str, ...]] = {
     "frequency": (r"how common", r"how many people", r"유병률"),
 }
 """Question-type cue words (Korean and English) of the NLM consumer-health question types
-(Kilicoglu et al. 2018; the classes of :data:`core.qtype.QTYPES` that a word names outright),
+(Kilicoglu et al. 2018; the classes of :data:`core.qtype.model.QTYPES` that a word names outright),
 read independently of the question-type classifier as a second opinion on *what is asked*."""
 
 

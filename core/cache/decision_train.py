@@ -46,9 +46,9 @@ def build_views(pairs: list[Pair], extractor, vectors) -> dict[tuple[str, str], 
     Args:
         extractor: :class:`core.extraction.extractor.Extractor`.
         vectors: ``embed(texts) -> (n, 384)`` e5 query vectors (e.g.
-            :class:`core.qtype_train.VectorCache`).
+            :class:`core.qtype.train.VectorCache`).
     """
-    from core.qtype import classify_question
+    from core.qtype.model import classify_question
 
     texts = list(dict.fromkeys((q, p.lang) for p in pairs for q in (p.a, p.b)))
     vecs = vectors.embed([t for t, _ in texts]) if texts else []

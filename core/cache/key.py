@@ -8,7 +8,7 @@ when all of these are equal; the embedding threshold then applies within that ca
   :data:`STATUS_CLASS`) and the lab tests and lifestyle factors the text names
   (:mod:`core.cache.facets`), sorted and de-duplicated, so "metformin" and "메트포르민" agree
   and "metformin" and "insulin", "alcohol" and "coffee", "LDL" and "triglycerides" do not;
-- ``qtype``: :func:`core.qtype.classify_question` (side effects vs dosage vs interactions);
+- ``qtype``: :func:`core.qtype.model.classify_question` (side effects vs dosage vs interactions);
 - ``lang``: the answer's language;
 - ``polarity``: the hard contrast classes of :mod:`core.cache.polarity` (good/bad,
   before/after, increase/decrease, more/less, start/stop, morning/night, women/men,
@@ -175,7 +175,7 @@ def build_key(text: str, lang: str, concepts, qtype: str) -> CacheKey:  # noqa: 
         lang: the answer language (``ko``/``en``).
         concepts: the extractor's concepts of this text (``Concept`` with ``cui``, ``status``,
             ``matched``).
-        qtype: its :func:`core.qtype.classify_question` label.
+        qtype: its :func:`core.qtype.model.classify_question` label.
     """
     words = [c.matched for c in concepts if getattr(c, "matched", "")]
     hard, soft = polarity_parts(text, words)

@@ -33,7 +33,7 @@ from typing import Any
 
 from core.cache.facets import facets
 from core.privacy import personal_findings
-from core.text import is_self_referential
+from core.language.text import is_self_referential
 
 TEAM_SECTIONS = frozenset({"system", "question", "documents", "evidence"})
 """Prompt sections written by the team or taken from the knowledge corpus; every other section

@@ -2,9 +2,9 @@
 
 Sources (each pair ``{"a", "b", "same"}``; ``same``: ``a``'s answer serves ``b``):
 
-- the team's pairs in both languages, bundled in ``core/cache/data``:
-  ``calibration_pairs.jsonl`` (group ``team:calibration``) and ``dev_pairs_15b.jsonl``
-  (group ``team:dev15b``); ``blind_pairs.jsonl`` is never trained or tuned on;
+- the team's pairs in both languages, bundled in ``bot/bench/data``:
+  ``cache_calibration_pairs.jsonl`` (group ``team:calibration``) and ``cache_dev_pairs.jsonl``
+  (group ``team:dev15b``); ``cache_blind_pairs.jsonl`` is never trained or tuned on;
 - the Medical Question Pairs of doctors 1–6 (McCreery et al. 2020, "Effective Transfer
   Learning for Identifying Similar Questions: Matching User Questions to COVID-19 FAQs",
   KDD; ``../shared/data/mqp/pairs_dr1-6.jsonl``, outside the repository), one group per
@@ -26,7 +26,7 @@ from pathlib import Path
 
 TRAIN_DOCTORS = (1, 2, 3, 4)
 TEST_DOCTORS = (5, 6)
-TEAM_FILES = {"calibration_pairs.jsonl": "team:calibration", "dev_pairs_15b.jsonl": "team:dev15b"}
+TEAM_FILES = {"cache_calibration_pairs.jsonl": "team:calibration", "cache_dev_pairs.jsonl": "team:dev15b"}
 
 
 def default_mqp_path() -> Path:
@@ -55,7 +55,7 @@ def team_pairs(names: dict[str, str] | None = None) -> list[Pair]:
     """The bundled team pairs (``TEAM_FILES``: file name -> group)."""
     out = []
     for name, group in (names or TEAM_FILES).items():
-        path = resources.files("core.cache").joinpath("data", name)
+        path = resources.files("bot.bench").joinpath("data", name)
         for r in _rows(path.read_text("utf-8")):
             out.append(Pair(r["a"], r["b"], bool(r["same"]), r.get("lang") or "en", group))
     return out

@@ -134,7 +134,7 @@ def view(text: str, lang: str, vec: np.ndarray, concepts, qtype,  # noqa: ANN001
     Args:
         text: the question; lang: ``ko``/``en``; vec: its (384,) L2-normalised e5 vector.
         concepts: the extractor's concepts of ``text`` (``Concept`` list).
-        qtype: its :class:`core.qtype.QuestionType` (label and per-label scores).
+        qtype: its :class:`core.qtype.model.QuestionType` (label and per-label scores).
         content: (content words, question-type cues, all stems) when the caller has them
             (:func:`core.nodes.cache.question_content` computes the same three).
         key: its :func:`core.cache.key.build_key` when the caller has it.

@@ -98,7 +98,7 @@ class ResponseCache:
         """Candidates for a question, best first: exact-text matches, then cosine ≥ threshold.
 
         Args:
-            question_key: :func:`core.text.question_key` of the question.
+            question_key: :func:`core.language.text.question_key` of the question.
             vec: (dim,) normalised question embedding.
             threshold: minimum cosine for a semantic match.
             key: the question's structured key; with it, only entries of the same

@@ -16,7 +16,7 @@ from core.extraction.context import (CHRONIC_KEYWORDS, clause_bounds, first_pers
 from core.extraction.lexicon import Lexicon, load_lexicon
 from core.extraction.recognizer import Mention, Recognizer
 from core.extraction.slots import Concept, Slots
-from core.injection import mask_instructions
+from core.privacy.injection import mask_instructions
 
 TUI_SLOTS = {"T047": "condition", "T048": "condition", "T191": "condition",
              "T046": "condition", "T019": "condition", "T037": "condition",
@@ -62,7 +62,7 @@ class Extractor:
         Returns:
             :class:`Slots`; ``rejected`` lists implausible numbers that were not kept. Nothing
             inside an instruction to the assistant (``system note: ...``,
-            :func:`core.injection.instruction_spans`) is extracted: an instruction is never a fact.
+            :func:`core.privacy.injection.instruction_spans`) is extracted: an instruction is never a fact.
         """
         text = mask_instructions(text)
         slots = Slots()

@@ -20,8 +20,8 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, col
 
-from core.audit import audit_key, record_audit, subject_hash
-from core.erasure import ErasureResult, erase_user
+from core.privacy.audit import audit_key, record_audit, subject_hash
+from core.privacy.erasure import ErasureResult, erase_user
 from core.memory.semantic import semantic_memory
 from core.memory.view import profile_view
 from storage.models import CacheEntry, Turn, User, as_utc
@@ -63,10 +63,10 @@ class AdminService:
         engine: the database engine (``agent.services.repo.engine``).
         settings: :class:`config.settings.Settings` (``ADMIN_IDS``, the audit key,
             ``ERASURE_VACUUM``).
-        redis, cache, limiter: passed to :func:`core.erasure.erase_user`.
+        redis, cache, limiter: passed to :func:`core.privacy.erasure.erase_user`.
     Raises:
         ValueError / OSError: the audit key is too short or cannot be read or made
-        (:func:`core.audit.audit_key`).
+        (:func:`core.privacy.audit.audit_key`).
     """
 
     def __init__(self, engine: Engine, settings, redis: Any = None, cache: Any = None,
@@ -146,7 +146,7 @@ class AdminService:
         return view
 
     def clear(self, user_id: str, actor: str, channel: str = "") -> ErasureResult:
-        """Erase everything of ``user_id`` (:func:`core.erasure.erase_user`, audited)."""
+        """Erase everything of ``user_id`` (:func:`core.privacy.erasure.erase_user`, audited)."""
         return erase_user(self.engine, user_id, key=self.key, actor=actor, action="clear",
                           channel=channel, redis=self.redis, cache=self.cache,
                           limiter=self.limiter, vacuum=self.settings.erasure_vacuum)

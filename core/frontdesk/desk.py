@@ -24,13 +24,13 @@ from datetime import timedelta
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from core.admin import AdminService, record_turn_metrics
+from core.frontdesk.admin import AdminService, record_turn_metrics
 from core.live import Live, LivePump
 from core.memory.view import profile_view
 from core.messages import InboundMessage, OutboundMessage
-from core.ordering import (ArrivalBoard, OrderedSlots, RateDecision, SessionSerializer,
+from core.frontdesk.ordering import (ArrivalBoard, OrderedSlots, RateDecision, SessionSerializer,
                            make_rate_limiter)
-from core.recovery import claim, comes_before, is_interrupted, owner_leases, process_owner
+from core.frontdesk.recovery import claim, comes_before, is_interrupted, owner_leases, process_owner
 from core.telemetry import metrics
 from storage.models import as_utc, utcnow
 from storage.redis import get_redis
@@ -175,7 +175,7 @@ class Frontdesk:
                                                   lambda: self._earlier_done(msg, accepted)))
 
     def resume(self, turn, deliver: Deliver) -> asyncio.Future:
-        """Answer a turn interrupted by a crash (claimed by :func:`core.recovery
+        """Answer a turn interrupted by a crash (claimed by :func:`core.frontdesk.recovery
         .claim_interrupted`) in its session's order, and deliver the reply."""
         async def job() -> asyncio.Future | None:
             deadline = time.monotonic() + self.settings.turn_retry_s
@@ -203,7 +203,7 @@ class Frontdesk:
     def in_flight(self) -> frozenset[int]:
         """Ids of the turns some job of this process will answer (written ahead here or taken
         over, and not finished): a ``received`` turn owned by this process and not among them
-        is an orphan (:func:`core.recovery.own_orphans`)."""
+        is an orphan (:func:`core.frontdesk.recovery.own_orphans`)."""
         return frozenset(self._in_flight)
 
     def _hold(self, turn_id: int) -> None:
@@ -218,7 +218,7 @@ class Frontdesk:
 
     def resend(self, turn, deliver: Deliver) -> asyncio.Future:
         """Send the stored reply of a turn whose dead owner stored it and never sent it (taken
-        by :func:`core.recovery.claim_undelivered`), in its session's reply order."""
+        by :func:`core.frontdesk.recovery.claim_undelivered`), in its session's reply order."""
         reply = self.agent.stored_reply(turn)
         metrics.RECOVERED.labels("resent").inc()
         return self._send_in_order(int(turn.id), turn.session_id, deliver, reply, -math.inf)
@@ -288,8 +288,8 @@ class Frontdesk:
     async def _reply_gate(self, turn_id: int, session: str, arrived: float) -> None:
         """Wait until the reply to turn ``turn_id`` may be sent: ``REPLY_ORDER_WINDOW_S`` after
         its message arrived, and no message of its session sent before it (by the platform's
-        order, :func:`core.recovery.comes_before`) is unanswered or unsent, or has arrived at
-        some process and is not yet written (:class:`core.ordering.ArrivalBoard`). Gives up
+        order, :func:`core.frontdesk.recovery.comes_before`) is unanswered or unsent, or has arrived at
+        some process and is not yet written (:class:`core.frontdesk.ordering.ArrivalBoard`). Gives up
         after ``REPLY_ORDER_WAIT_S`` (the reply is then sent out of order, logged)."""
         await asyncio.sleep(max(0.0, arrived + self.settings.reply_order_window_s - time.monotonic()))
         deadline, pause = time.monotonic() + self.settings.reply_order_wait_s, 0.05
@@ -340,7 +340,7 @@ class Frontdesk:
 
     async def _earlier_open(self, msg: InboundMessage, turn_id: int) -> list:
         """The session's open (``received``) turns sent before the turn ``turn_id``
-        (:func:`core.recovery.comes_before`: the platform's order, else the write order)."""
+        (:func:`core.frontdesk.recovery.comes_before`: the platform's order, else the write order)."""
         repo = self.agent.services.repo
         mine = await asyncio.to_thread(repo.turn, turn_id)
         if mine is None:

@@ -5,7 +5,7 @@ Two caps, both in characters of the sanitised text (``config.settings``):
 - ``MAX_STORED_CHARS``: the turn stores the message whole up to it; above it only the head is
   stored, followed by :data:`TRUNCATION_NOTE` (so whoever reads the turn sees it was cut).
 - ``MAX_INPUT_CHARS``: the head that triage, extraction, the embedder and the models read; the
-  models then see at most ``MAX_QUESTION_TOKENS`` tokens of it (:func:`core.tokens`).
+  models then see at most ``MAX_QUESTION_TOKENS`` tokens of it (:func:`core.language.tokens`).
 
 Only the first ``MAX_STORED_CHARS`` characters are ever sanitised, so a 1 MB message costs no
 more than the cap. :func:`reply_note` says truthfully what happened to a long message.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.text import sanitize
+from core.language.text import sanitize
 
 TRUNCATION_NOTE = "\n\n[… message cut by medbot: {received:,} characters received, the first {kept:,} stored]"
 _WORD_BACKOFF = 64  # characters a cut may move back to end on whitespace instead of mid-word

@@ -13,7 +13,7 @@
   process), in-process otherwise. ``RATE_LIMIT_MESSAGES=0`` turns it off.
 
 Every Redis key that belongs to a user starts with :func:`user_key_prefix` so that erasure
-(:mod:`core.erasure`) finds it.
+(:mod:`core.privacy.erasure`) finds it.
 """
 
 from __future__ import annotations
@@ -343,7 +343,7 @@ class RedisRateLimiter:
         return RateDecision(False, notify=count == self.limit + 1, retry_after_s=max(retry, 0.0))
 
     def forget(self, user_id: str) -> None:
-        """Nothing in-process; the user's keys go with :func:`core.erasure.erase_redis_keys`."""
+        """Nothing in-process; the user's keys go with :func:`core.privacy.erasure.erase_redis_keys`."""
 
 
 def make_rate_limiter(settings, redis: Any = None) -> RateLimiter:

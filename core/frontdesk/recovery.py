@@ -236,7 +236,7 @@ def own_orphans(repo: Repository, in_flight: Iterable[int], min_age_s: float,
     no other process takes a turn of a live owner).
 
     Args:
-        in_flight: ids of the turns this process's jobs hold (:meth:`core.frontdesk.Frontdesk
+        in_flight: ids of the turns this process's jobs hold (:meth:`core.frontdesk.desk.Frontdesk
             .in_flight`).
         min_age_s: only turns written, or claimed by this process (``meta["claimed_at"]``),
             at least this long ago (a turn just written ahead or claimed is held by a job a

@@ -8,7 +8,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from core.embedding import Embedder
+from core.language.embedding import Embedder
 from core.knowledge import prebuilt
 from core.retrieval.index import IndexNotFoundError, read_manifest
 from core.retrieval.ingest import rebuild_index

@@ -5,7 +5,7 @@ sentence copied from a retrieved document, followed by that document's citation 
 only other text is fixed framing: an opening line, the profile facts the user stated, for a
 "what does my value mean" question the user's own stated value in a fixed template
 (:func:`value_line`), and the disclaimer. Which sentences are quoted is decided by meaning
-(:mod:`core.evidence`): at most :data:`MAX_SENTENCES`, :data:`MAX_PER_DOC` per document, in
+(:mod:`core.answer.evidence`): at most :data:`MAX_SENTENCES`, :data:`MAX_PER_DOC` per document, in
 document then sentence order; when no sentence clears the relevance floor, it refuses to guess.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core import prompts
-from core.evidence import Candidate
+from core.answer import prompts
+from core.answer.evidence import Candidate
 
 MAX_SENTENCES = 5
 MAX_PER_DOC = 3
@@ -59,7 +59,7 @@ def compose_answer(picked: list[Candidate], numbers: dict[int, int], lang: str,
     disclaimer.
 
     Args:
-        picked: the sentences to quote (:meth:`core.evidence.Selection.take`), in reading order.
+        picked: the sentences to quote (:meth:`core.answer.evidence.Selection.take`), in reading order.
         numbers: retrieved-document position -> citation number (the evidence documents').
         lang: ``ko`` or ``en``, the user's language (framing text only; quotes stay verbatim).
         docs: the retrieved documents (``lang`` marks a quote from the other language).

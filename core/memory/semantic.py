@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.tokens import count_tokens
+from core.language.tokens import count_tokens
 from storage.models import Fact
 
 from core.extraction.context import CHRONIC_KEYWORDS  # noqa: E402,F401 (re-exported)

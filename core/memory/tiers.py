@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.context import TokenPlan, render_dialogue, render_section
+from core.answer.context import TokenPlan, render_dialogue, render_section
 from core.memory.semantic import render_semantic, semantic_memory
-from core.tokens import count_tokens
+from core.language.tokens import count_tokens
 from storage.repositories import Repository
 
 

@@ -17,11 +17,11 @@ from core.cache.key import CacheKey, build_key, key_spans, threshold_for
 from core.cache.ownership import depends_on_asker, is_personal, personal_fingerprint
 from core.cache.response_cache import CacheCandidate, usable
 from core.cache.style import vary_style
-from core.qtype import classify_question, e5_name, remembered_vector
+from core.qtype.model import classify_question, e5_name, remembered_vector
 from core.services import Services
 from core.state import AgentState
-from core.text import question_key
-from core.tokens import count_tokens
+from core.language.text import question_key
+from core.language.tokens import count_tokens
 from storage.models import CacheEntry
 
 log = logging.getLogger(__name__)

@@ -5,20 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from core import prompts
-from core.context import plan_tokens
-from core.injection import escape_quoted
+from core.answer import prompts
+from core.answer.context import plan_tokens
+from core.privacy.injection import escape_quoted
 from core.memory.tiers import memory_sections
 from core.services import Services
 from core.state import AgentState
-from core.text import own_references
-from core.tokens import count_tokens, truncate_tokens
+from core.language.text import own_references
+from core.language.tokens import count_tokens, truncate_tokens
 
 
 
 def rewrite_query(question: str, state: AgentState) -> tuple[str, str, list[str]]:
     """Fill in the user's own medications (or conditions) when the question points at them
-    without naming one (``제가 먹는 약``, ``my medication``; :func:`core.text.own_references`).
+    without naming one (``제가 먹는 약``, ``my medication``; :func:`core.language.text.own_references`).
 
     Only the pointed-at slot's names are added, and only when the question names no concept of
     that slot itself: the profile fills in what the question refers to, it never brings in a
@@ -43,7 +43,7 @@ def assemble_context(state: AgentState, svc: Services) -> dict[str, Any]:
     semantic, long-term = compressed, dialogue = working).
 
     ``sections["system"]`` is the team's text only; the tiers are quoted blocks
-    (:func:`core.context.render_section`) that go in the user message, as does the question.
+    (:func:`core.answer.context.render_section`) that go in the user message, as does the question.
     The keys ``profile``, ``long_term`` and ``dialogue`` are the user-specific sections."""
     s, flags, lang = svc.settings, state["flags"], state["lang"]
     question = state["question"]

@@ -1,7 +1,7 @@
 """``generate_answer``: the LLM when configured, else the offline evidence-grounded generator.
 
 Both read the same evidence (issue 14): the sentences of the retrieved documents that clear
-the relevance floor of :func:`core.evidence.select_evidence`. The documents holding them are
+the relevance floor of :func:`core.answer.evidence.select_evidence`. The documents holding them are
 the evidence documents, numbered 1..m in retrieval order; the prompt's evidence section holds
 their selected sentences (:data:`MAX_EVIDENCE`, :data:`EVIDENCE_PER_DOC`), the offline answer
 quotes the best of them, and the reply's sources are exactly these documents.
@@ -24,10 +24,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from core import prompts
-from core.compression import compress_for_state
-from core.context import assemble_messages, plain_messages, prompt_tokens, render_documents
-from core.evidence import Personal, Selection, not_applicable_terms, select_evidence
+from core.answer import prompts
+from core.answer.document_compression import compress_for_state
+from core.answer.context import assemble_messages, plain_messages, prompt_tokens, render_documents
+from core.answer.evidence import Personal, Selection, not_applicable_terms, select_evidence
 from core.live import TurnEvent, emit
 from core.llm.client import LLMError
 from core.llm.offline import MAX_PER_DOC, MAX_SENTENCES, compose_answer, value_line
@@ -87,7 +87,7 @@ def generate_answer(state: AgentState, svc: Services) -> dict[str, Any]:
     its sources (the evidence documents).
 
     The system message holds only the team's prompt; the memory sections, the documents and the
-    question are quoted in the user message (:func:`core.context.assemble_messages`)."""
+    question are quoted in the user message (:func:`core.answer.context.assemble_messages`)."""
     lang, flags, intent = state["lang"], state["flags"], state["intent"]
     sections, plan = state["sections"], state["plan"]
     docs = state.get("docs", []) if flags.include_evidence else []

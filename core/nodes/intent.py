@@ -14,7 +14,7 @@ from typing import Any
 
 from core.services import Services
 from core.state import AgentState
-from core.tokens import count_tokens
+from core.language.tokens import count_tokens
 
 _GREETING = re.compile(r"^\s*(안녕(하세요|하십니까)?|반가워요?|하이|hello|hi|hey|good\s+(morning|afternoon|evening)"
                        r"|처음\s*뵙겠습니다)[\s!.~?,]*$", re.I)
@@ -64,12 +64,12 @@ def classify_intent(state: AgentState, svc: Services) -> dict[str, Any]:
 
 
 def question_type(state: AgentState, svc: Services) -> dict[str, Any] | None:
-    """The consumer-health question type (:func:`core.qtype.classify_question`: side effects,
+    """The consumer-health question type (:func:`core.qtype.model.classify_question`: side effects,
     dosage, test_result, ...), which the evidence selection follows (issue 14). It reuses the
     turn's question vector when that is the bundled e5 one the model was trained on; otherwise
     ``classify_question`` embeds the question itself. ``None`` when it fails (the answer then
     does not follow a type)."""
-    from core.qtype import classify_question, e5_name
+    from core.qtype.model import classify_question, e5_name
 
     vec = state.get("question_vec")
     same = vec is not None and getattr(svc.embedder, "name", None) == e5_name()

@@ -18,7 +18,7 @@ fail and ``self_refine_enabled``:
 - otherwise one repair call rewrites or drops exactly the failed sentences (offline: they are
   dropped).
 
-The quality score comes from the checker (:func:`core.quality.checker_score`): the share of
+The quality score comes from the checker (:func:`core.answer.quality.checker_score`): the share of
 claims supported replaces the judge's grounding. ``quality_check`` applies the loop guards of
 §3.4 to it: at most ``max_refine_iterations`` re-retrievals; stop when the score gained less
 than :data:`MIN_IMPROVEMENT`; (in ``retrieve``) stop when the new documents overlap the
@@ -31,10 +31,10 @@ import json
 import logging
 from typing import Any
 
-from core import prompts
-from core.injection import escape_quoted
+from core.answer import prompts
+from core.privacy.injection import escape_quoted
 from core.llm.client import LLMError
-from core.quality import checker_score
+from core.answer.quality import checker_score
 from core.services import Services
 from core.state import AgentState
 from core.verification.choice import choose

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from core.qtype import e5_name, remembered_vector
+from core.qtype.model import e5_name, remembered_vector
 from core.safety import emergency_reply, urgent_line
 from core.safety.classifier import ModelMismatchError, load_classifier
 from core.safety.second_opinion import second_opinion

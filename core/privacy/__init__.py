@@ -4,14 +4,18 @@ shared only when nothing user-specific can be in it).
 :func:`personal_findings` runs every detector over a text: identifiers by shape
 (:mod:`core.privacy.shapes`), names and unknown words (:mod:`core.privacy.names`), a stated
 age, sex or pregnancy and first-person statements (:mod:`core.privacy.statements`), and
-instructions addressed to the assistant (:func:`core.injection.instruction_spans`). Each
+instructions addressed to the assistant (:func:`core.privacy.injection.instruction_spans`). Each
 detector errs towards finding something: the response cache treats any finding as "in doubt,
 the answer is the asker's own" (:mod:`core.cache.ownership`).
+
+The package also holds the rest of SPEC.md §11 "Privacy": user text quoted, never obeyed
+(:mod:`core.privacy.injection`), erasure everywhere (:mod:`core.privacy.erasure`), the audit log's
+pseudonyms (:mod:`core.privacy.audit`) and the retention job (:mod:`core.privacy.retention`).
 """
 
 from __future__ import annotations
 
-from core.injection import instruction_spans
+from core.privacy.injection import instruction_spans
 from core.privacy.names import name_findings
 from core.privacy.shapes import Finding, shape_findings
 from core.privacy.statements import statement_findings

@@ -3,7 +3,7 @@
 Every store is covered:
 
 - **database**: every row of the user in every table, found from the table metadata by
-  :func:`core.retention.purge_users` (the same discovery the retention job uses: ``user_id``
+  :func:`core.privacy.retention.purge_users` (the same discovery the retention job uses: ``user_id``
   columns, foreign keys, ``..._user_id`` / ``..._turn_id`` names), so tables added later
   (memory tiers, summaries) are covered without touching this module;
 - **response cache**: entries owned by the user or made from their turns are deleted first
@@ -26,7 +26,7 @@ A running turn of the user cannot write them back: the purge bumps the user's er
 take, and those writes check the epoch the turn started with.
 
 What stays is one :class:`storage.models.AuditLog` row saying that an erasure happened, with
-the keyed pseudonym of the user id (:func:`core.audit.subject_hash`) and row counts, and the
+the keyed pseudonym of the user id (:func:`core.privacy.audit.subject_hash`) and row counts, and the
 tombstone with that pseudonym and the erasure count; never the user's id or text.
 """
 
@@ -42,10 +42,10 @@ from sqlalchemy import MetaData, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
-from core.audit import record_audit, subject_hash
+from core.privacy.audit import record_audit, subject_hash
 from core.cache.eviction import delete_entries
 from core.cache.hits import scrub_hit_references
-from core.retention import purge_users, row_selector
+from core.privacy.retention import purge_users, row_selector
 from storage import tombstones
 from storage.db import scrub_deleted
 from storage.models import AuditLog, CacheEntry
@@ -59,7 +59,7 @@ class ErasureResult:
     """What an erasure removed.
 
     Attributes:
-        subject_hash: :func:`core.audit.subject_hash` of the erased user id.
+        subject_hash: :func:`core.privacy.audit.subject_hash` of the erased user id.
         rows: rows deleted per table (tables with none are absent).
         cache_entries: response-cache entries deleted.
         redis_keys: Redis keys deleted.
@@ -93,8 +93,8 @@ def erase_user(engine: Engine, user_id: str, *, key: bytes, actor: str, action: 
     Args:
         engine: the service's database engine.
         user_id: the channel-scoped id (``telegram:42``).
-        key: the deployment's audit key (:func:`core.audit.audit_key`).
-        actor, action, channel: for the audit row (see :func:`core.audit.record_audit`).
+        key: the deployment's audit key (:func:`core.privacy.audit.audit_key`).
+        actor, action, channel: for the audit row (see :func:`core.privacy.audit.record_audit`).
         redis: a ``redis.Redis`` client, or ``None``.
         cache: this process's :class:`core.cache.response_cache.ResponseCache` to refresh.
         limiter: a rate limiter whose in-process counters to drop (``forget(user_id)``).
@@ -155,7 +155,7 @@ def forget_process_memos() -> None:
     words, the question vectors, the ownership findings), where those modules are loaded: an
     erased user's words must not stay readable in them. Other processes' memories are bounded
     LRUs (2,048 texts at most) that new questions overwrite."""
-    for module, func in (("core.nodes.cache", "forget_content_memo"), ("core.qtype", "forget_vectors"),
+    for module, func in (("core.nodes.cache", "forget_content_memo"), ("core.qtype.model", "forget_vectors"),
                          ("core.cache.ownership", "forget_findings")):
         loaded = sys.modules.get(module)
         if loaded is not None:

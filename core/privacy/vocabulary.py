@@ -6,7 +6,7 @@ when nothing in its question can be specific to the asker. A word is *known* whe
 - in the **team vocabulary**: the words of the bundled knowledge corpus (the prebuilt BM25
   vocabulary, ``core/knowledge/index/bm25/vocab.index.json``), of the concept table
   (``core/extraction/data/lexicon.jsonl``: names, synonyms, Korean names) and of the
-  question-type frames and fillers (``core/data/qtype_*``); Korean text is added as Kiwi
+  question-type frames and fillers (``core/qtype/data/qtype_*``); Korean text is added as Kiwi
   morphemes (:func:`core.retrieval.tokenize.tokenize`), English as lower-cased letter runs; or
 - for a lower-case English word only, a **common word**: one cl100k_base token with its leading
   space (``" together"``). Byte-pair merges are learnt in order of frequency (Sennrich et al.
@@ -38,7 +38,7 @@ def _team_texts() -> list[str]:
             row = json.loads(line)
             texts += [row.get("name_en") or "", row.get("name_ko") or ""]
             texts += list(row.get("synonyms_en") or []) + list(row.get("synonyms_ko") or [])
-    data = resources.files("core").joinpath("data")
+    data = resources.files("core.qtype").joinpath("data")
     for line in data.joinpath("qtype_frames.jsonl").read_text("utf-8").splitlines():
         if line.strip():
             texts.append(re.sub(r"[{}]", " ", json.loads(line).get("frame", "")))
@@ -114,7 +114,7 @@ def is_team_word(word: str) -> bool:
 def is_common_english(word: str) -> bool:
     """True when the lower-cased ``word`` is a single cl100k_base token after a space (module
     docstring): a frequent English word written in lower case."""
-    from core.tokens import encoding
+    from core.language.tokens import encoding
 
     return len(encoding().encode(" " + word.lower(), disallowed_special=())) == 1
 

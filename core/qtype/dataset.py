@@ -1,4 +1,4 @@
-"""Training data of the question-type classifier (:mod:`core.qtype`).
+"""Training data of the question-type classifier (:mod:`core.qtype.model`).
 
 Two sources:
 
@@ -6,10 +6,10 @@ Two sources:
   ``qtype`` of each of its 16,407 rows, read from ``../shared/data/medquad/corpus.jsonl`` at
   training time only (never copied into the package). Labels are mapped to the team's ids
   (:data:`MEDQUAD_MAP`).
-- **The team's questions** (``core/data/qtype_frames.jsonl``): consumer wording in Korean and
+- **The team's questions** (``core/qtype/data/qtype_frames.jsonl``): consumer wording in Korean and
   English for every type, including the drug types MedQuAD lacks. A frame may hold slots
   (``{c}`` condition, ``{c2}`` another condition, ``{d}``/``{d2}`` drugs, ``{t}`` a test, ``{v}``
-  a test with its value, ``{s}`` a staged disease) filled from ``core/data/qtype_fillers.json``;
+  a test with its value, ``{s}`` a staged disease) filled from ``core/qtype/data/qtype_fillers.json``;
   a Korean slot may carry its particle (``{c|은}`` picks 은 or 는 after the filler's last
   syllable). Each frame is expanded a fixed number of times with a seed derived from its text,
   so the examples are the same on every machine.
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from core.qtype import QTYPES
+from core.qtype.model import QTYPES
 
 MEDQUAD_MAP = {"exams and tests": "exams_and_tests", "genetic changes": "genetic_changes",
                "support groups": "information"}
@@ -98,7 +98,7 @@ def with_particle(word: str, particle: str) -> str:
 
 
 def _data_path(name: str) -> Path:
-    return Path(str(resources.files("core").joinpath("data", name)))
+    return Path(str(resources.files("core.qtype").joinpath("data", name)))
 
 
 def load_frames() -> list[dict]:

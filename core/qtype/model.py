@@ -13,8 +13,8 @@ The model is a multinomial logistic regression over the question's multilingual-
 vector (the vector the turn computes anyway for the cache and dense retrieval). Character and
 word n-gram TF-IDF features were measured too and generalised far worse to unseen consumer
 wording (docs/benchmarks.md, "Question types"). It is trained by ``medbot qtype train``
-(:mod:`core.qtype_train`) on MedQuAD's 16,407 questions and the team's Korean and English
-questions (``core/data/qtype_frames.jsonl``); the weights ship as ``core/data/qtype_model.npz``
+(:mod:`core.qtype.train`) on MedQuAD's 16,407 questions and the team's Korean and English
+questions (``core/qtype/data/qtype_frames.jsonl``); the weights ship as ``core/qtype/data/qtype_model.npz``
 (plain arrays, loaded with ``allow_pickle=False``) beside ``qtype_model.json`` (labels, the
 embedder's name, the training data's SHA-256, held-out accuracy). Inference is one (23 × 384)
 matrix product: no scikit-learn at run time.
@@ -114,12 +114,12 @@ class QTypeModel:
 
     @classmethod
     def load(cls, directory: Path | None = None) -> QTypeModel:
-        """Read the model from ``directory`` (default: the package's ``core/data``).
+        """Read the model from ``directory`` (default: the package's ``core/qtype/data``).
 
         Raises:
             FileNotFoundError: the artifact is missing (run ``medbot qtype train``).
         """
-        base = directory or Path(str(resources.files("core").joinpath("data")))
+        base = directory or Path(str(resources.files("core.qtype").joinpath("data")))
         meta = json.loads((base / MODEL_META).read_text(encoding="utf-8"))
         with np.load(base / MODEL_NPZ, allow_pickle=False) as z:
             coef, intercept = z["coef"], z["intercept"]
@@ -134,7 +134,7 @@ def load_model() -> QTypeModel:
 
 @lru_cache(maxsize=1)
 def _embedder():
-    from core.embedding import E5Embedder
+    from core.language.embedding import E5Embedder
 
     return E5Embedder()
 

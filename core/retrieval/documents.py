@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.text import detect_lang, split_sentences
-from core.tokens import count_tokens, encoding
+from core.language.text import detect_lang, split_sentences
+from core.language.tokens import count_tokens, encoding
 
 _KNOWN = {"id", "_id", "title", "text", "source", "url", "lang"}
 

@@ -40,7 +40,7 @@ import bm25s
 import faiss
 import numpy as np
 
-from core.embedding import Embedder
+from core.language.embedding import Embedder
 from core.retrieval import tokenize as tok
 from core.retrieval.sentences import SentenceVectors
 from core.retrieval.vectors import VectorStore

@@ -38,14 +38,14 @@ from pathlib import Path
 import bm25s
 from tqdm import tqdm
 
-from core.embedding import Embedder
+from core.language.embedding import Embedder
 from core.retrieval.documents import Chunk, ReadError, chunk_document, read_documents
 from core.retrieval.screen import record_instruction
 from core.retrieval.index import (BM25_TOKENIZER, FORMAT_VERSION, bm25_tokens_many,
                                   check_compatible, generation_dir, read_manifest)
 from core.retrieval import sentences as sent
 from core.retrieval.vectors import VectorStore
-from core.tokens import count_tokens
+from core.language.tokens import count_tokens
 
 _GEN = re.compile(r"^g(\d{6})(?:\.staging)?$")
 

@@ -1,6 +1,6 @@
 """The instruction screen of retrieved documents (SPEC.md §11: corpus text is quoted, never
 obeyed): every sentence of a document's text that carries an instruction to the assistant or
-the reader (:func:`core.injection.evidence_instruction_spans`) is removed before the document
+the reader (:func:`core.privacy.injection.evidence_instruction_spans`) is removed before the document
 is selected from, quoted by the offline generator, compressed or put in a prompt; a title that
 carries one is replaced by the document's source. ``medbot ingest`` skips such records
 (:func:`record_instruction`), and this screen covers indexes built before it, or by other
@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core.injection import evidence_instruction_spans
+from core.privacy.injection import evidence_instruction_spans
 
 _SEGMENT = re.compile(r".+?(?:(?<=[.!?。])\s+|\n+|$)", re.S)
 """Sentence-sized pieces with their trailing separator, cut where
-:func:`core.text.split_sentences` cuts, so that the kept text splits into the same sentences
+:func:`core.language.text.split_sentences` cuts, so that the kept text splits into the same sentences
 (whose stored vectors are found by their text)."""
 
 

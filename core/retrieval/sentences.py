@@ -6,7 +6,7 @@ each candidate sentence, and embedding them per turn would cost about 15 ms per 
 (:func:`embed_sentences`), and the generator looks them up by text hash
 (:class:`SentenceVectors`).
 
-Sentences are those of :func:`core.text.split_sentences` (the splitter the chunker packs with,
+Sentences are those of :func:`core.language.text.split_sentences` (the splitter the chunker packs with,
 so a chunk is a run of whole sentences), minus the ones too short to carry a statement
 (:data:`MIN_CHARS`). Each is embedded alone with e5's ``passage:`` prefix (no title: the
 vector says what the sentence says; the document's own relevance is the retrieval score). They
@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from core.embedding import Embedder
+from core.language.embedding import Embedder
 from core.retrieval.vectors import VectorStore
-from core.text import split_sentences
+from core.language.text import split_sentences
 
 FILE = "sentences.sqlite"
 MIN_CHARS = 8  # "예." or "Yes." carry no statement
@@ -43,7 +43,7 @@ def chunk_sentences(text: str) -> list[str]:
     Args:
         text: a chunk's (or document's) text.
     Returns:
-        Sentences of at least :data:`MIN_CHARS` characters, as :func:`core.text.split_sentences`
+        Sentences of at least :data:`MIN_CHARS` characters, as :func:`core.language.text.split_sentences`
         cuts them (each is a substring of ``text``).
     """
     return [s for s in split_sentences(text) if len(s) >= MIN_CHARS]

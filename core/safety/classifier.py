@@ -400,7 +400,7 @@ _CACHE: dict[str, TriageClassifier | Exception] = {}
 
 def load_classifier(embedder: str) -> TriageClassifier:
     """The shipped model, loaded once per process and checked against ``embedder`` (an
-    :class:`core.embedding.Embedder`'s ``name``) and the shipped training data.
+    :class:`core.language.embedding.Embedder`'s ``name``) and the shipped training data.
 
     Raises:
         ModelMismatchError: see :func:`check_stamp`.

@@ -125,7 +125,7 @@ def default_models() -> tuple[Any, TriageClassifier | None]:
     stamp does not match, so triage falls back to layer 1 rather than failing."""
     with _DEFAULT_LOCK:
         if "embedder" not in _DEFAULT:
-            from core.embedding import E5Embedder
+            from core.language.embedding import E5Embedder
 
             _DEFAULT["embedder"] = E5Embedder()
             try:
@@ -146,7 +146,7 @@ def red_flags(text: str, lang: str | None = None, slots: Any = None) -> list[Red
     Returns:
         The flags, an empty list when nothing suggests an emergency now.
     """
-    from core.text import detect_lang
+    from core.language.text import detect_lang
 
     embedder, clf = default_models()
     vec = embedder.embed_query(text) if clf is not None else None

@@ -171,9 +171,9 @@ def observe_job(name: str, outcome: str, seconds: float) -> None:
 
 def llm_kind(messages: list[dict[str, Any]]) -> str:
     """The kind (:data:`LLM_KINDS`) of a chat request. Verification and repair extend the
-    answer's messages and are recognised by their last user message (:data:`core.prompts.VERIFY`,
-    :data:`core.prompts.REPAIR`); the others by their system prompt, each call site sending one
-    of the team's fixed prompts (:mod:`core.prompts` rewrite, :mod:`core.compression`,
+    answer's messages and are recognised by their last user message (:data:`core.answer.prompts.VERIFY`,
+    :data:`core.answer.prompts.REPAIR`); the others by their system prompt, each call site sending one
+    of the team's fixed prompts (:mod:`core.answer.prompts` rewrite, :mod:`core.answer.document_compression`,
     :mod:`core.memory.summarize`, :mod:`core.safety.second_opinion`); any other request is an
     answer."""
     last = next((m.get("content") for m in reversed(messages)
@@ -194,7 +194,7 @@ _CATEGORIES: list[frozenset[str]] = []
 def _prompt_prefixes() -> list[tuple[str, str]]:
     """``(fixed start of a prompt, kind)``, built on first use (cached resource)."""
     if not _PREFIXES:
-        from core import compression, prompts
+        from core.answer import document_compression as compression, prompts
         from core.memory import summarize
         from core.safety import second_opinion
 

@@ -1,7 +1,7 @@
 """The checkable sentences ("claims") of an answer and the citations each one carries.
 
 An answer sentence is a claim when it states something: it has at least one content term
-(:func:`core.evidence.terms`) and is not fixed framing (the disclaimer, the offline generator's
+(:func:`core.answer.evidence.terms`) and is not fixed framing (the disclaimer, the offline generator's
 opening and profile lines). A claim cites the evidence documents named by its ``[n]`` markers
 (``[1]``, ``[1, 3]``, ``[1][3]``); a claim with no marker is checked against every evidence
 document (it must be supported by one of them).
@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core import prompts
-from core.evidence import terms
-from core.text import split_sentences
+from core.answer import prompts
+from core.answer.evidence import terms
+from core.language.text import split_sentences
 
 _CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)]|#+)\s*")

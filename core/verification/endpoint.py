@@ -2,7 +2,7 @@
 
 The request extends the answer call's messages unchanged (system, quoted evidence and memory,
 question, then the answer as the assistant's turn) with one user message: the verification
-instruction (:data:`core.prompts.VERIFY`) and the numbered claims, quoted. A server with a
+instruction (:data:`core.answer.prompts.VERIFY`) and the numbered claims, quoted. A server with a
 prompt cache therefore processes only that message. The reply is constrained by a JSON schema
 (``{"supported": [bool × n]}``; llama.cpp turns it into a grammar) and read with the tokens'
 log-probabilities: at each boolean the model's P(true) against P(false) among its top
@@ -20,8 +20,8 @@ import math
 import re
 from typing import Any
 
-from core import prompts
-from core.injection import escape_quoted
+from core.answer import prompts
+from core.privacy.injection import escape_quoted
 from core.llm.client import ChatClient, LLMError, LLMReply
 from core.verification import calibration as cal
 from core.verification.claims import Claim, split_claims

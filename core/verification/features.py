@@ -6,7 +6,7 @@ errors: Kryściński et al. 2020, arXiv:1910.12840; Laban et al. 2022, arXiv:211
 
 - **similarity**: ``cos_max``, the e5 cosine of the sentence with its closest evidence
   sentence (both embedded as passages); ``lex``, the share of the sentence's content terms
-  (:func:`core.evidence.terms`) found in the evidence; ``novel``, how many are not;
+  (:func:`core.answer.evidence.terms`) found in the evidence; ``novel``, how many are not;
   ``verbatim``, the sentence is a substring of the evidence.
 - **numbers and units**: ``num_unmatched``, numbers of the sentence (``500 mg``, ``twice``,
   ``하루 두 번``) whose value the evidence never states; ``unit_mismatch``, a value the evidence
@@ -34,7 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from core.evidence import terms
+from core.answer.evidence import terms
 from core.retrieval.sentences import chunk_sentences
 
 Embed = Callable[[list[str]], np.ndarray]

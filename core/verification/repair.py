@@ -1,9 +1,9 @@
 """Repairing an answer: rewrite or drop exactly the sentences the checker failed.
 
 With an endpoint, one call extends the verification call's messages (so the server's prompt
-cache holds the answer prompt, the answer and the verdicts) with :data:`core.prompts.REPAIR`
+cache holds the answer prompt, the answer and the verdicts) with :data:`core.answer.prompts.REPAIR`
 (after an offline verification: the answer call's messages and the answer, with
-:data:`core.prompts.REPAIR_QUOTED`, which quotes the failed sentences),
+:data:`core.answer.prompts.REPAIR_QUOTED`, which quotes the failed sentences),
 optionally preceded by more evidence from a re-retrieval; the reply is
 ``{"rewrites": [str × k]}`` under a JSON schema. Each rewrite replaces its sentence in the
 answer text; an empty rewrite drops it. Rewrites are then checked by the offline checker and
@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from core import prompts
-from core.injection import escape_quoted
+from core.answer import prompts
+from core.privacy.injection import escape_quoted
 from core.llm.client import ChatClient, LLMError
 from core.verification.claims import Claim, split_claims
 from core.verification.offline import OfflineChecker
@@ -69,8 +69,8 @@ def drop_failed(answer: str, verification: Verification) -> Repair:
 
 def repair_request(failed: list, backend: str, lang: str) -> str:
     """The repair instruction for the ``failed`` verdicts: after an endpoint verification it
-    names them by the numbers that call gave them (:data:`core.prompts.REPAIR`); after an offline
-    one (no call numbered them) it quotes them (:data:`core.prompts.REPAIR_QUOTED`)."""
+    names them by the numbers that call gave them (:data:`core.answer.prompts.REPAIR`); after an offline
+    one (no call numbered them) it quotes them (:data:`core.answer.prompts.REPAIR_QUOTED`)."""
     if backend == "endpoint":
         numbers = ", ".join(str(v.index + 1) for v in failed)
         return prompts.REPAIR.get(lang, prompts.REPAIR["en"]).format(numbers=numbers)

@@ -29,7 +29,7 @@ scores 0 on both; the ``answered`` columns leave refusals out. Latency: the ``ge
 node (before: today's code, kept here as :func:`legacy_generate`) per question, wall and CPU.
 
 **Held-out split** (fixed before any tuning): a question is ``holdout`` when the MD5 of its id
-ends in an odd hex digit, else ``tune``. The weights of :mod:`core.evidence` were chosen on
+ends in an odd hex digit, else ``tune``. The weights of :mod:`core.answer.evidence` were chosen on
 ``tune`` only (``--sweep``); ``holdout`` was scored once before tuning and once after.
 """
 
@@ -107,7 +107,7 @@ def bench_answers(medquad: Path | None = None, korean: bool = True, cache: Path 
         korean: include the Korean set.
         split: which split's questions to run (``tune``, ``holdout`` or ``all``).
         examples: bullets per set to return with their on-topic verdict.
-        sweep: also score a grid of :class:`core.evidence.Weights` on the ``tune`` split.
+        sweep: also score a grid of :class:`core.answer.evidence.Weights` on the ``tune`` split.
     Returns:
         JSON-ready: per set, per generator (``before``, ``after``), per split, the summary.
     """

@@ -88,11 +88,11 @@ def retrieve(setup: Setup, q: Question) -> tuple[list[dict[str, Any]], np.ndarra
 
 def make_state(q: Question, docs: list[dict[str, Any]], vec: np.ndarray, settings) -> dict[str, Any]:
     """The ``generate_answer`` input of a first-turn question with no profile (what the graph
-    would have set by then), with its question type (:mod:`core.qtype`)."""
+    would have set by then), with its question type (:mod:`core.qtype.model`)."""
     from config.flags import FeatureFlags
-    from core import prompts
-    from core.context import plan_tokens
-    from core.tokens import count_tokens
+    from core.answer import prompts
+    from core.answer.context import plan_tokens
+    from core.language.tokens import count_tokens
 
     plan = plan_tokens(settings.token_budget, settings.system_budget, settings.documents_budget,
                        count_tokens(q.text))
@@ -105,9 +105,9 @@ def make_state(q: Question, docs: list[dict[str, Any]], vec: np.ndarray, setting
 
 
 def question_type(text: str, lang: str, vec: np.ndarray) -> dict[str, Any]:
-    """``core.qtype.classify_question`` on the question's e5 vector, as the agent's
+    """``core.qtype.model.classify_question`` on the question's e5 vector, as the agent's
     ``classify_intent`` node stores it."""
-    from core.qtype import classify_question
+    from core.qtype.model import classify_question
 
     t = classify_question(text, lang, vec=vec)
     return {"label": t.label, "confidence": round(t.confidence, 4)}
@@ -155,7 +155,7 @@ def legacy_pick(query_terms: set[str], docs: list[dict[str, Any]]) -> list[tuple
     at most 2 per document and 5 in all, in document order (verbatim from ``core/llm/offline.py``
     before issue 14)."""
     from core.retrieval.tokenize import tokenize
-    from core.text import split_sentences
+    from core.language.text import split_sentences
 
     cands, seen = [], set()
     for i, doc in enumerate(docs):
@@ -180,9 +180,9 @@ def legacy_pick(query_terms: set[str], docs: list[dict[str, Any]]) -> list[tuple
 def legacy_generate(state: dict[str, Any], svc) -> dict[str, Any]:
     """Today's ``generate_answer`` offline path: compression, the rendered prompt, then
     :func:`legacy_pick` over the compressed (verbatim) documents; sources = every document."""
-    from core import prompts
-    from core.compression import compress_for_state
-    from core.context import assemble_messages, prompt_tokens, render_documents
+    from core.answer import prompts
+    from core.answer.document_compression import compress_for_state
+    from core.answer.context import assemble_messages, prompt_tokens, render_documents
     from core.retrieval.tokenize import tokenize
 
     lang, sections, plan = state["lang"], state["sections"], state["plan"]

@@ -1,4 +1,4 @@
-"""Choosing :class:`core.evidence.Weights` on the ``tune`` split of ``medbot bench answers``."""
+"""Choosing :class:`core.answer.evidence.Weights` on the ``tune`` split of ``medbot bench answers``."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ GRID = {"floor": (0.0, 0.84, 0.85, 0.86), "margin": (0.08, 0.12, 0.16, 0.2), "le
 def bullets_with(weights, state: dict[str, Any], svc) -> list[tuple[str, str]]:
     """The bullets the offline generator would quote with ``weights`` (same selection and
     per-document caps as ``generate_answer``), as (text, cited document id)."""
-    from core.evidence import select_evidence
+    from core.answer.evidence import select_evidence
     from core.llm.offline import MAX_PER_DOC, MAX_SENTENCES
 
     type_vec = None
@@ -32,7 +32,7 @@ def sweep_weights(qs: list[Question], states: list[dict[str, Any]], setup: Setup
     """Every :data:`GRID` combination scored on the ``tune`` questions (on-topic rate, refusal,
     embedding similarity; ROUGE-L is left to the final run), best first by on-topic then
     similarity."""
-    from core.evidence import DEFAULT
+    from core.answer.evidence import DEFAULT
 
     vectors = sentence_vectors(setup)
     tune = [(q, st) for q, st in zip(qs, states) if q.split == "tune"]

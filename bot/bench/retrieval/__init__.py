@@ -24,7 +24,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.embedding import Embedder
+from core.language.embedding import Embedder
 
 from bot.bench.retrieval.build import (MODEL_WINDOW, BuildStats, WindowEmbedder, bench_embedder,
                                        build_summary, dense_build_seconds, dense_sample,

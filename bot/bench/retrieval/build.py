@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.embedding import Embedder
-from core.tokens import longest_fitting_prefix
+from core.language.embedding import Embedder
+from core.language.tokens import longest_fitting_prefix
 
 from bot.bench.retrieval.datasets import BeirSet, dataset_key, default_cache, resolve_dataset
 
@@ -55,7 +55,7 @@ class WindowEmbedder:
             self._count = lambda t: int(model.token_count(t))
             self.name = f"{inner.name}+first{limit}"
         else:  # no access to the model's tokenizer: cl100k, ~1.18x fewer tokens on English
-            from core.tokens import count_tokens
+            from core.language.tokens import count_tokens
 
             self._count = lambda t: int(count_tokens(t) * 1.25) + 4
             self.name = f"{inner.name}+first{limit}~cl100k"

@@ -29,7 +29,7 @@ def _round_store(path: Path) -> None:
 
 
 def _run(index_dir: Path, emb, queries: dict[str, str]) -> dict[str, tuple[list[str], list[str]]]:
-    from core.evidence import select_evidence
+    from core.answer.evidence import select_evidence
     from core.retrieval.index import HybridIndex
     from core.retrieval.search import hybrid_search
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.embedding import Embedder
+from core.language.embedding import Embedder
 
 from bot.bench.retrieval.report import fmt
 from bot.bench.retrieval.timing import Runner, percentiles, time_queries, top_docs

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.embedding import Embedder
+from core.language.embedding import Embedder
 from core.retrieval.metrics import first_distinct
 
 if TYPE_CHECKING:

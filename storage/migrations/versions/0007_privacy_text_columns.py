@@ -16,7 +16,7 @@ Create Date: 2026-11-27 04:25:10
    and the cache generation is bumped so every process's mirror follows.
 4. Audit rows keep only fixed vocabulary: an ``action`` outside it (the word a refused user
    typed after ``/admin``) becomes ``admin``, an unknown ``outcome`` ``error``, an unknown
-   ``channel`` ``other`` (:mod:`core.audit`).
+   ``channel`` ``other`` (:mod:`core.privacy.audit`).
 
 The downgrade restores the column types (values longer than the old lengths are cut on
 Postgres); the removed words and entries do not come back.

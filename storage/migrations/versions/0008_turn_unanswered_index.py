@@ -5,7 +5,7 @@ Revises: 0007
 Create Date: 2026-12-01 09:00:00
 
 Every web process looks for the turns of dead processes every few seconds
-(:mod:`core.recovery`); ``ix_turn_unanswered`` (``turn.id WHERE reply IS NULL``, a partial
+(:mod:`core.frontdesk.recovery`); ``ix_turn_unanswered`` (``turn.id WHERE reply IS NULL``, a partial
 index on SQLite and Postgres) keeps that a lookup of the few unanswered turns instead of a scan
 of the whole ``turn`` table.
 """

@@ -7,7 +7,7 @@ Create Date: 2026-12-02 09:00:00
 A channel's turn is ``undelivered`` from its write-ahead until its reply was handed to the
 platform. A process killed after storing a reply and before sending it left a turn that no one
 sent (recovery looked only at turns without a reply); a live process now sends such a turn's
-stored reply (:func:`core.recovery.claim_undelivered`), and the reply order gate keeps a
+stored reply (:func:`core.frontdesk.recovery.claim_undelivered`), and the reply order gate keeps a
 session's later replies behind it. ``ix_turn_undelivered`` (``turn.id WHERE undelivered``)
 keeps that look-up to the few unsent turns. Existing turns are not undelivered (``false``).
 """
