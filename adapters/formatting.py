@@ -55,7 +55,7 @@ def to_telegram_html(text: str) -> str:
     """Light Markdown to Telegram's HTML parse mode (``**b**``, ``[t](url)``, `` `c` ``);
     everything else is escaped.
 
-    Well-formed for every input (issue 12): code and links are atomic and found first, bold
+    Well-formed for every input: code and links are atomic and found first, bold
     pairs the ``**`` between them, so tags nest properly; bold is closed around code (Telegram:
     bold may contain any entity but pre and code), empty bold is dropped, and the only tags are
     ``b``, ``a href`` and ``code`` (Bot API "Formatting options", HTML style).

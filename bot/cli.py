@@ -260,7 +260,7 @@ def bench_cache_cmd(pairs: Optional[Path] = typer.Option(None, help="JSONL of {a
                     curve: bool = typer.Option(False, "--curve", help="With --pairs: precision-recall by false-hit budget of plain cosine, the learned decision and the served decision."),
                     as_json: bool = typer.Option(False, "--json")) -> None:
     """Precision, recall and false hits of the response cache per set and language, the chosen
-    thresholds, the hit rate over a replay and the latency of hit turns (issue 15)."""
+    thresholds, the hit rate over a replay and the latency of hit turns (SPEC.md §11)."""
     _setup_logging()
     from bot.bench.cache import bench_cache, bench_decision_latency, bench_hit_latency
     from config.settings import get_settings

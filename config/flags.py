@@ -16,10 +16,10 @@ class FeatureFlags(BaseModel):
 
     Defaults follow SPEC.md §3 (self-refine, budgets), §5 (cache) and §6 (k per complexity).
     ``cache_similarity_threshold`` applies within the structured cache key (same concepts,
-    question type, language, polarity, numbers: SPEC.md §11, issue 15), not to all entries as
-    SPEC §5's 0.85 did, and after the content-word veto (``core.cache.content``, issue 15b);
+    question type, language, polarity, numbers: SPEC.md §11 "Response cache decision"), not to all entries as
+    SPEC §5's 0.85 did, and after the content-word veto (``core.cache.content``; docs/benchmarks.md "Content and cue vetoes");
     0.85 (SPEC §5's value, now a floor within the key) was chosen on the tuning data (the team
-    pairs' tuning half and the issue-15b dev pairs): below 0.91 the vetoes alone kept every
+    pairs' tuning half and the cache dev pairs): below 0.91 the vetoes alone kept every
     negative out and 13 more paraphrases hit; keys without concepts need
     ``core.cache.key.EMPTY_CONCEPT_THRESHOLD``. README "Response cache", docs/benchmarks.md.
     """

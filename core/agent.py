@@ -94,7 +94,7 @@ class Agent:
         return await asyncio.to_thread(self.handle, msg)
 
     def accept(self, msg: InboundMessage) -> Accepted:
-        """Write the message as a turn before any processing (write-ahead, issue 12).
+        """Write the message as a turn before any processing (write-ahead, SPEC.md §11 "Operations").
 
         A message whose ``message_id`` already has a turn in its session is a repeated delivery
         (a platform retry, or a redelivery after a crash): it is a ``duplicate`` unless that
@@ -323,7 +323,7 @@ class Agent:
 
     def _reply(self, st: dict[str, Any], intake: Intake, lang: str, t0: float) -> OutboundMessage:
         answer = st.get("answer", "")
-        if st.get("urgent_notice") and not st.get("red_flags"):  # issue 11: urgent, not emergency
+        if st.get("urgent_notice") and not st.get("red_flags"):  # urgent, not emergency (SPEC §11)
             answer = st["urgent_notice"] + "\n\n" + answer
         question_cut = count_tokens(st["text"]) > self.settings.max_question_tokens
         note = reply_note(intake, lang, question_cut, self.settings.max_question_tokens,

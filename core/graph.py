@@ -17,7 +17,7 @@ behind a safety gate.
 Resolution of the documents' order (SPEC.md §4): facts are extracted and stored first, before
 the cache lookup and intent classification, so every turn's facts are kept whatever path it
 takes (cache hit, greeting, emergency), the intent's slot-based k sees this turn's slots, and
-the cache's structured key (issue 15) has the extracted concepts. ``triage`` (issues 3 and 11)
+the cache's structured key (SPEC §11) has the extracted concepts. ``triage`` (SPEC.md §11 "Emergency triage")
 runs before everything: it extracts the slots (``extract_slots`` then reuses them) and embeds
 the question with the bundled e5 model (``check_similarity`` reuses the vector), and its layers
 decide before the cache, retrieval and any generation model. A red flag skips the cache,
@@ -25,7 +25,7 @@ retrieval and every model call (layer 3, the LLM second opinion, runs only with 
 only on unflagged messages with a symptom), yet the turn's facts are still extracted and
 stored. An urgent-not-emergency finding sets ``urgent_notice``, a line the agent puts above the
 normal answer. A shared cache hit is served right after ``check_similarity``; an
-answer owned by the user (built from their memory, issue 12) only after ``assemble_context``,
+answer owned by the user (built from their memory, SPEC.md §11 "Privacy") only after ``assemble_context``,
 when the user content of the prompt it would have now is known and equals what the answer used.
 
 While it runs, the graph tells the channel what it does (:mod:`core.live`): each node writes its

@@ -94,7 +94,7 @@ class Services:
         """Load what the first turn would otherwise wait for: the knowledge index (installing
         the shipped one on first run), Kiwi's model, the vocabulary the cache's ownership rule
         reads (:mod:`core.privacy.vocabulary`) and the embedder's first call. The service calls
-        this at start (issue 14: Kiwi's load took 2.5 s idle, 17 s on a busy machine)."""
+        this at start (Kiwi's load took 2.5 s idle, 17 s on a busy machine)."""
         from core.privacy.vocabulary import team_vocabulary
         from core.retrieval import tokenize
 

@@ -27,7 +27,7 @@ class AgentState(TypedDict, total=False):
     flags: Any  # config.flags.FeatureFlags
     notes: list[str]
     erasure_epoch: int | None  # the user's erasure epoch at the turn's start (storage.tombstones)
-    # triage (issue 11): also sets slots (reused by extract_slots) and question_vec (reused by
+    # triage (SPEC §11): also sets slots (reused by extract_slots) and question_vec (reused by
     # check_similarity) when the configured embedder is the bundled e5
     red_flags: list[dict[str, Any]]  # category, matched (evidence), layer (1 rules, 2 classifier, 3 LLM)
     triage: dict[str, Any]  # core.safety.TriageResult.trace(): flags, p_emergency, findings, notes

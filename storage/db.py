@@ -112,12 +112,12 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA secure_delete=ON")  # deleted content is overwritten with zeros (issue 12)
+    cur.execute("PRAGMA secure_delete=ON")  # deleted content is overwritten with zeros (SPEC.md §11 "Privacy")
     cur.close()
 
 
 def scrub_deleted(engine: Engine, tables: list[str], vacuum: str = "full") -> dict[str, object]:
-    """Make deleted rows unreadable in the database's files, after an erasure (issue 12).
+    """Make deleted rows unreadable in the database's files, after an erasure (SPEC.md §11 "Privacy").
 
     - **SQLite** (``secure_delete`` is on for every connection, so deleted cells and pages are
       zeroed): ``PRAGMA wal_checkpoint(TRUNCATE)`` copies the WAL into the main file and

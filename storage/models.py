@@ -124,12 +124,12 @@ class CacheEntry(SQLModel, table=True):
     """A verified answer for reuse (SPEC.md §5, §11).
 
     ``owner_user_id`` is set when the answer's prompt held anything of that user (profile,
-    dialogue, summaries, facts, a query rewritten with them; issue 12); such an entry is served
+    dialogue, summaries, facts, a query rewritten with them); such an entry is served
     only to that user and only while ``profile_fingerprint`` (the MD5 of that user content,
     :func:`core.cache.ownership.personal_fingerprint`) still matches.
     ``embedding`` is the float32 question vector (L2-normalised) so the mirror can be rebuilt
     from this table at any time.
-    The structured key (:mod:`core.cache.key`, issue 15): ``struct_key`` is the MD5 of
+    The structured key (:mod:`core.cache.key`, SPEC §11): ``struct_key`` is the MD5 of
     ``concept_key`` (CUI:status, sorted), ``qtype``, ``lang``, ``polarity`` (hard contrast
     classes) and ``numbers``; ``soft_polarity`` vetoes on opposite poles only.
     ``prompt_tokens``, ``llm_calls`` and ``generation_ms`` (the nodes a hit skips) are what a
@@ -188,7 +188,7 @@ class Generation(SQLModel, table=True):
     value: int = 0
 
 
-# -- audit log (issue 5: admin commands and erasure) -----------------------------------------
+# -- audit log (SPEC §8: admin commands and erasure) --------------------------------------
 class AuditLog(SQLModel, table=True):
     """One admin action or erasure, kept when everything of a user is erased.
 
@@ -214,7 +214,7 @@ class AuditLog(SQLModel, table=True):
 
 
 class ErasureTombstone(SQLModel, table=True):
-    """How many times a user was erased (issue 12), so that a turn that started before an
+    """How many times a user was erased, so that a turn that started before an
     erasure cannot write the user back afterwards (:mod:`storage.tombstones`).
 
     ``subject_hash`` is the user's keyed pseudonym (:func:`core.privacy.audit.subject_hash`), never the

@@ -255,7 +255,7 @@ class Repository:
         A stored fact of ``updated`` is changed by atomic SQL (``mentions = mentions + n``,
         ``confidence`` the larger, ``chronic`` or-ed, ``source_turns`` the union read under the
         row's write lock), never by writing back a value read earlier, so concurrent turns of
-        one user lose no mention (issue 12).
+        one user lose no mention (SPEC.md §11 "Privacy").
 
         Args:
             mentions_added: per stored fact id, the mentions this message added; ``None``
@@ -398,7 +398,7 @@ class Repository:
             s.commit()
             return len(rows)
 
-    # -- response cache: structured key (issue 15) ------------------------------------------
+    # -- response cache: structured key (SPEC §11) ----------------------------------------
     def cache_vectors_by_key(self, embedder: str) -> list[tuple[int, bytes, str | None, str]]:
         """(id, float32 bytes, struct_key, soft_polarity) of every entry made by ``embedder``,
         to rebuild the cache mirror and its key groups."""

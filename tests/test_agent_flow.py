@@ -152,7 +152,7 @@ def test_every_turn_is_stored_whatever_the_path(agent):
     assert repo.count_turns(user) == 1
 
     # without the dialogue in the prompt the answer holds nothing of the user: a shared entry
-    # (with the dialogue it is the user's own, and the next turn's dialogue differs: issue 12)
+    # (with the dialogue it is the user's own, and the next turn's dialogue differs)
     r = ask(agent, user, GENERIC_Q, flags={"include_history": False})
     assert "retrieve" in nodes(r)
     assert repo.count_turns(user) == 2
@@ -207,7 +207,7 @@ def test_response_cache_generic_and_personalised(agent):
 
 
 def test_personalised_entry_is_served_to_its_owner_only_while_profile_unchanged(agent):
-    # Without the dialogue in the prompt the profile is C's only content (issue 12: an owned
+    # Without the dialogue in the prompt the profile is C's only content (SPEC.md §11 "Privacy": an owned
     # answer is served while the user content it used is unchanged; each turn changes the
     # dialogue, so with history on a repeated question is answered anew).
     off = {"include_history": False}

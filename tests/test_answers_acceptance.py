@@ -1,4 +1,4 @@
-"""Issue 14's conversation, replayed: a 58-year-old woman on amlodipine with morning headaches
+"""The evidence-selection conversation, replayed: a 58-year-old woman on amlodipine with morning headaches
 and a blood pressure of 160/100 asks whether her medication can make her legs swell (Korean and
 English). Offline, on the bundled corpus."""
 

@@ -1,4 +1,4 @@
-"""The scoring rules of ``medbot bench answers`` (issue 14) and the console's log level."""
+"""The scoring rules of ``medbot bench answers`` and the console's log level."""
 
 from __future__ import annotations
 

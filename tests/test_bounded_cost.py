@@ -1,4 +1,4 @@
-"""Bounded cost per message (issue 12): what a long message costs is capped, and the reply says
+"""Bounded cost per message (README "Bounded cost per message"): what a long message costs is capped, and the reply says
 truthfully what was read and stored. Speed itself is measured by `medbot bench robustness`;
 these tests assert the behaviour that bounds it: MedCAT's spelling correction never sees a token
 longer than a word, MedCAT and the ConText rules do work linear in the length, the embedder

@@ -1,4 +1,4 @@
-"""Issue 15's acceptance tests: each part of the structured cache key makes a miss, a paraphrase
+"""Acceptance tests of the structured cache key (SPEC.md §11): each part of the structured cache key makes a miss, a paraphrase
 hits, personal answers stay with their owner, and style variation changes a served hit.
 
 The offline agent on the bundled corpus; a low ``cache_similarity_threshold`` in the "miss"
@@ -117,7 +117,7 @@ def test_stats_show_what_hits_saved(agent):
 
 def test_a_content_word_outside_the_key_makes_a_miss(agent):
     """Same key (concepts, question type, polarity, numbers), one content word apart: the
-    content veto refuses what no cosine threshold could (issue 15b)."""
+    content veto refuses what no cosine threshold could."""
     stored = "How long does it take to recover from a broken arm?"
     first(agent, stored)
     reply = ask(agent, "key:second", "How long does it take to recover from a broken hip?", **LOW)

@@ -1,4 +1,4 @@
-"""The content-word and question-type-cue vetoes of the response cache (issue 15b) and the key
+"""The content-word and question-type-cue vetoes of the response cache (docs/benchmarks.md "Content and cue vetoes") and the key
 normalisations that came with them."""
 
 from __future__ import annotations

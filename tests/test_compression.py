@@ -314,7 +314,7 @@ def test_generate_answer_puts_the_report_in_its_update(chunks, agent):
         assert m.group("body") in docs[int(m.group("n")) - 1]["text"]
 
 
-# The prompt's documents are the selected evidence sentences (issue 14); this question's evidence
+# The prompt's documents are the selected evidence sentences; this question's evidence
 # (three sentences of the metformin document) overflows the least documents budget allowed.
 AGENT_Q = "How should I take metformin?"
 

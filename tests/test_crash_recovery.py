@@ -1,4 +1,4 @@
-"""No message is lost to a crash (issue 12): ``medbot run`` killed with SIGKILL in the middle of
+"""No message is lost to a crash (SPEC.md §11 "Operations"): ``medbot run`` killed with SIGKILL in the middle of
 a turn keeps the user's words (write-ahead), including a message still queued behind that turn,
 and the next start answers the interrupted turns exactly once, in order, through their channel;
 a Slack retry of an event after the crash adds no second answer.

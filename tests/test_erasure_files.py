@@ -1,4 +1,4 @@
-"""Erasure leaves nothing readable (issue 12): after ``/forget`` a distinctive token the user said
+"""Erasure leaves nothing readable (SPEC.md §11 "Privacy"): after ``/forget`` a distinctive token the user said
 is in no table, no Redis key or value, and no raw database file (SQLite's main file, ``-wal``
 and ``-shm``; Postgres's relation files read back with ``pg_read_binary_file``); the audit row
 keeps a keyed HMAC; a turn running during the erasure cannot write the user back; ``/forget`` and

@@ -1,4 +1,4 @@
-"""``medbot eval`` (issue 13): Synthea reading in both layouts, deterministic scenarios, the
+"""``medbot eval`` (SPEC.md §9): Synthea reading in both layouts, deterministic scenarios, the
 metrics and statistics, and the whole harness on 2 patients against the loopback fake endpoint
 (report, figures, JSONL; an interrupted run resumes without duplicating a turn)."""
 

@@ -1,5 +1,5 @@
 """Evidence selection by meaning (core.answer.evidence), the offline composer and the profile's part
-(issue 14). Vectors are hand-made unit vectors, so every cosine below is known."""
+(docs/benchmarks.md "Answers"). Vectors are hand-made unit vectors, so every cosine below is known."""
 
 from __future__ import annotations
 

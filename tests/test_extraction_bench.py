@@ -1,5 +1,5 @@
 """`medbot bench extraction`: its arithmetic on hand-computed cases, and the quality floor of
-the extractor and triage on the team's annotated set (issue 3 targets), so a regression fails."""
+the extractor and triage on the team's annotated set (the first extractor's targets), so a regression fails."""
 
 from __future__ import annotations
 

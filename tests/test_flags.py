@@ -1,4 +1,4 @@
-"""Every feature flag of SPEC.md §10 changes what it names (issue 13: an ablation is only as
+"""Every feature flag of SPEC.md §10 changes what it names (SPEC.md §9: an ablation is only as
 honest as its flags). One case per flag: the same turn with the flag at its default and at
 another value, and the observable that must differ. Offline cases use the bundled index; the
 LLM cases use the loopback fake endpoint, whose judge and rewrite replies the test controls.
@@ -185,7 +185,7 @@ def _budget_aware_retrieval(offline, llm):
 
 def small_budget(tmp_path, default_index, budget: int = 100, **env) -> Agent:
     """An agent whose documents budget (100 tokens, the least allowed) the selected evidence
-    overflows (the evidence is the selected sentences, issue 14)."""
+    overflows (the evidence is the selected sentences)."""
     return Agent(make_settings(tmp_path, default_index, DOCUMENTS_BUDGET=budget, **env))
 
 
@@ -366,7 +366,7 @@ def _query_rewrite_enabled(offline, llm):
 
 
 def _style_variation_level(offline, llm):
-    # a served cache hit varies its connectors and closing phrases (issue 15; core.cache.style)
+    # a served cache hit varies its connectors and closing phrases (core.cache.style)
     question = "What are the side effects of metformin?"
     user = f"flags:{uuid.uuid4().hex[:10]}"
     stored = offline.handle(InboundMessage(user_id=user, text=question))

@@ -84,7 +84,7 @@ def test_agent_answers_and_verifies_through_the_real_server(local_llm, tmp_path,
     assert reply.trace["generator"] == "llm"
     assert prompts.DISCLAIMER["en"] in reply.text
     answer_msgs, answer = replies[0]
-    assert answer_msgs[-1]["role"] == "user"  # the question is quoted data (issue 12)
+    assert answer_msgs[-1]["role"] == "user"  # the question is quoted data (SPEC.md §11 "Privacy")
     assert answer_msgs[-1]["content"].endswith(f"<question>\n{QUESTION}\n</question>")
     assert QUESTION not in answer_msgs[0]["content"]
     assert answer.text

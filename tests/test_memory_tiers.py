@@ -1,4 +1,4 @@
-"""Hierarchical memory (issue 4): the three tiers in the prompt after 12 turns, and the
+"""Hierarchical memory (SPEC.md §3.2): the three tiers in the prompt after 12 turns, and the
 five-turn compression job: exactly once, crash-safe (a worker killed mid-job), never replacing
 memory with a failed or empty summary. Runs on SQLite and on Postgres (``db_url``)."""
 

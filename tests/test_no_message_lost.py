@@ -1,4 +1,4 @@
-"""No message is ever lost (issue 12): the message is written before any processing, the reply
+"""No message is ever lost (SPEC.md §11 "Operations"): the message is written before any processing, the reply
 says it is saved only when it is, concurrent turns lose no counter update (SQLite and
 Postgres), text starting with "/" that is no command is answered and stored, and a repeated
 delivery is answered once. The crash itself (SIGKILL) is in tests/test_crash_recovery.py."""

@@ -1,6 +1,6 @@
 """Every file the shipped packages read is in the wheel: each data file under ``bot/``,
 ``adapters/``, ``core/``, ``storage/`` and ``config/`` is matched by a pattern of
-``pyproject.toml``'s ``[tool.setuptools.package-data]`` (issue 16: ``medbot bench …`` must run
+``pyproject.toml``'s ``[tool.setuptools.package-data]`` (``medbot bench …`` must run
 from an installed package, not only from the checkout). Markdown files are documentation and
 stay out of the wheel.
 """

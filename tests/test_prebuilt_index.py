@@ -1,4 +1,4 @@
-"""The bundled corpus's index ships prebuilt (issue 14): it must match the shipped corpus and
+"""The bundled corpus's index ships prebuilt: it must match the shipped corpus and
 the installed embedder and tokenizer, install in about a second, and be rebuilt, re-embedding
 only what changed, when it does not match.
 

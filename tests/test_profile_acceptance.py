@@ -1,4 +1,4 @@
-"""Issue-3 acceptance through the whole agent: whose facts are stored, allergies in every later
+"""Profile acceptance through the whole agent: whose facts are stored, allergies in every later
 prompt, history of superseded values, implausible values asked back, and `medbot profile`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""User text is data, never instructions (issue 12): every LLM call (answer, judge, rewrite,
+"""User text is data, never instructions (SPEC.md §11 "Privacy"): every LLM call (answer, judge, rewrite,
 memory summary, document compression) keeps the user's words out of the system message and
 quotes them in tags that quoted text cannot close; an instruction in user text is never stored
 as a fact nor copied into a summary, in English and Korean; an allergy to a drug the user takes

@@ -1,4 +1,4 @@
-"""Well-formed Telegram HTML for every input (issue 12): a hypothesis property over light
+"""Well-formed Telegram HTML for every input: a hypothesis property over light
 Markdown (bold, links, code, and every character HTML cares about) checked by the rules the
 loopback Bot API applies as Telegram does (tests/fakes/telegram_server.py), and the plain-text
 resend when Telegram answers "can't parse entities"."""

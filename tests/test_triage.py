@@ -1,6 +1,6 @@
 """Emergency triage: red flags in both languages, suppression rules, and the gate in the graph
-(before the cache and any model call; the turn's facts still stored). Issue 3's tests, with its
-nine labels renamed to issue 11's category ids (``chest_pain`` -> ``cardiac_chest_pain``, ...;
+(before the cache and any model call; the turn's facts still stored). The first triage's tests, with its
+nine labels renamed to the current category ids (``chest_pain`` -> ``cardiac_chest_pain``, ...;
 its "worst headache" case is now ``thunderclap_headache``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Triage layer 1 context and discriminators added in issue 11b: a sign used as a topic
+"""Triage layer 1 context and discriminators: a sign used as a topic
 (suicide statistics, CPR's chest compressions, a relative's illness when the user asks about
 their own screening), an experiential past, "nobody has ...", a negative test result, and
 emergencies phrased with a wait-and-see question (duration now, TIA words, glass test, meter

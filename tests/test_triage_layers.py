@@ -1,4 +1,4 @@
-"""Triage layers (issue 11): layer-1 discriminators per category in both languages, third
+"""Triage layers (SPEC.md §11 "Emergency triage"): layer-1 discriminators per category in both languages, third
 person, typos and mixed Korean/English; hard negatives and the false alarms the issue names;
 layer 2 (the shipped model matches the shipped data, flags what rules miss, keeps hard
 negatives out); layer 3 (an LLM can add a flag, never clear one); replies; the urgent tier;
@@ -402,7 +402,7 @@ def test_the_question_is_embedded_once_and_slots_extracted_once(agent, monkeypat
     monkeypatch.setattr(agent.services.extractor, "extract",
                         lambda t, lang, use_medcat=True: calls.append(t) or real_extract(t, lang, use_medcat))
     q = "메트포르민 부작용이 뭔가요?"
-    forget_vectors()  # an earlier test's turn may have left its vector for reuse (issue 15b)
+    forget_vectors()  # an earlier test's turn may have left its vector for reuse
     reply = agent.handle(InboundMessage(user_id="t:once", text=q, flags={"self_refine_enabled": False}))
     assert seen.count(q) == 1 and calls == [q]
     assert reply.trace["nodes"][0]["node"] == "triage" and reply.trace["triage"]["p_emergency"] is not None

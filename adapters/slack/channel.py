@@ -212,7 +212,7 @@ class SlackChannel:
     async def _submit(self, body: dict, inbound: InboundMessage | None, channel: str,
                       thread: str | None, live: SlackLive | None = None) -> None:
         """Queue the message; its event is marked seen once the turn is written (or at once
-        when there is nothing to answer), never before (issue 12)."""
+        when there is nothing to answer), never before."""
         if inbound is None:
             return await self._confirm(body)
         stored: asyncio.Future = asyncio.get_running_loop().create_future()

@@ -2,7 +2,7 @@
 with the same ``event_id``). :class:`EventDedupe` remembers the ids so a retry never produces a
 second reply: in Redis when configured (shared by every process), in-process otherwise.
 
-An id goes through two marks (issue 12): :meth:`EventDedupe.claim` when the event arrives (a
+An id goes through two marks: :meth:`EventDedupe.claim` when the event arrives (a
 short lease, so a retry that arrives while the first delivery is being stored is dropped), and
 :meth:`EventDedupe.confirm` once the message is durably queued (its turn written ahead, see
 :meth:`core.frontdesk.desk.Frontdesk.submit`). A process that crashes between the two leaves only

@@ -1,5 +1,5 @@
 """``medbot bench cache``: the response cache's precision and recall on question pairs, the
-chosen thresholds, the hit rate over a replay, and the latency of a hit turn (issue 15).
+chosen thresholds, the hit rate over a replay, and the latency of a hit turn (SPEC.md §11 "Response cache decision").
 
 Every pair goes through the real cache path: the question ``a`` is stored (its structured key
 from the extractor, the question-type classifier and the polarity rules; its e5 vector) in a

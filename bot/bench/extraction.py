@@ -8,7 +8,7 @@ Scoring rules:
   detected pairs, per gold status;
 - implausible: the measurement keys asked back to the user;
 - red flags: the first predicted category against the gold one (``none`` for no flag); the
-  gold labels are issue 3's nine, a flag of any issue-11 category they map to counts as a hit.
+  gold labels are the first triage's nine, a flag of any current category they map to counts as a hit.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def _score(rep: Report, row: dict[str, Any], slots, flags) -> None:
     gold_flag = row["red_flag"] or "none"
     pred_flag = flags[0].category if flags else "none"
     if gold_flag != "none" and any(f.category in OLD_TO_NEW.get(gold_flag, (gold_flag,)) for f in flags):
-        pred_flag = gold_flag  # issue 3's labels, mapped to issue 11's categories
+        pred_flag = gold_flag  # the first triage's labels, mapped to the current categories
     rep.confusion[(gold_flag, pred_flag)] += 1
     gold_c = Counter((c["cui"], c["slot"]) for c in row["concepts"])
     pred_c = Counter((c.cui, c.slot) for c in slots.concepts)

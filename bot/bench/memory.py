@@ -1,5 +1,5 @@
 """``medbot bench memory``: prompt tokens over a 50-turn conversation, context retention at the
-last turn, and the compression job's throughput on 10,000 stored turns (issue 4).
+last turn, and the compression job's throughput on 10,000 stored turns (SPEC.md §3.2).
 
 The patient states facts in the first turns, talks about other things, and asks about the early
 facts at the end; the compression job runs after every fifth turn, as ``medbot worker`` would.

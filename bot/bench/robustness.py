@@ -1,12 +1,12 @@
 """``medbot bench robustness``: the cost of one long message through the real agent turn
-(issue 12, "bounded cost per message").
+(README "Bounded cost per message").
 
 Each case runs in a fresh child process (so one case's peak memory cannot hide another's): the
 agent is built on the configured index with a fresh SQLite database, one ordinary turn warms it
 up, then the peak-RSS mark is reset (Linux ``/proc/self/clear_refs``) and the long message is
 sent through :meth:`core.agent.Agent.handle`. Printed per case: wall and CPU seconds of the
 turn, extra peak RSS over the warmed-up process (MB), the characters stored, and the first line
-of the reply. Targets (issue 12, 2 cores): 4,096 characters ≤ 2 s and ≤ 100 MB extra RSS; 1 MB
+of the reply. Targets (2 cores): 4,096 characters ≤ 2 s and ≤ 100 MB extra RSS; 1 MB
 answered politely in ≤ 5 s and stored cut.
 """
 

@@ -1,5 +1,5 @@
 """``medbot bench service``: start-up time, resident memory after a turn, and the query
-embedding's latency idle and on a busy machine (issue 14, point 6).
+embedding's latency idle and on a busy machine (docs/benchmarks.md "The service's memory and the embedder on a busy machine").
 
 Each configuration runs in a child process (``python -m bot.bench.service ...``) so its memory
 and OpenMP runtime are its own:

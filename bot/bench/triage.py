@@ -1,8 +1,8 @@
 """``medbot bench triage``: recall per category and language, false-alarm rate, the confusion
-matrix and latency per message of triage layers 1-2 (issue 11).
+matrix and latency per message of triage layers 1-2 (SPEC.md §11 "Emergency triage").
 
 Input: a JSONL file, one message per line (``{"id", "lang", "text", "emergency",
-"category"}``, optionally ``person`` and ``kind``; issue 3's ``red_flag`` files work too, their
+"category"}``, optionally ``person`` and ``kind``; the first triage's ``red_flag`` files work too, their
 old labels mapped by :data:`core.safety.taxonomy.OLD_TO_NEW`). The default is the team's
 held-out split ``bot/bench/data/triage_heldout.jsonl``, written by an annotator who never saw the
 code and never used to tune it.

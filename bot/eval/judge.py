@@ -2,7 +2,7 @@
 "RAGAS: Automated Evaluation of Retrieval Augmented Generation", arXiv:2309.15217), computed
 with the configured OpenAI-compatible endpoint as the judge.
 
-The ``ragas`` package is not used. Checked (issue 13): ``pip install ragas==0.4.3`` pulls 94
+The ``ragas`` package is not used. Checked: ``pip install ragas==0.4.3`` pulls 94
 packages (LangChain, ``datasets``, ``instructor``, ...) and then fails to import
 (``ModuleNotFoundError: langchain_community.chat_models.vertexai`` with the langchain-community
 0.4.2 that pip resolves); it also sends usage telemetry unless ``RAGAS_DO_NOT_TRACK=true``, and

@@ -4,10 +4,10 @@ Budget (tokens, cl100k_base): total 4,000 by default; system 400; documents 900;
 it is; the remainder is the history, split between the memory tiers (SPEC.md §3.2): semantic
 20% (the profile line and long-term facts), compressed 30% (summaries of earlier turns), working
 50% (the last turns verbatim). SPEC §3.3's older wording (profile 20%, long-term summary 10%,
-dialogue the rest) is superseded by the tier split of §3.2 and issue 4. Every section is cut to
+dialogue the rest) is superseded by the tier split of §3.2. Every section is cut to
 its share, so the assembled prompt never exceeds the total.
 
-Layout (issue 12, :mod:`core.privacy.injection`): the system message holds only the team's text and the
+Layout (SPEC.md §11 "Privacy", :mod:`core.privacy.injection`): the system message holds only the team's text and the
 :data:`core.answer.prompts.QUOTED_DATA` rule; each section is quoted in its tag (:data:`TAGS`) in the
 user message, the question last. The rule and the question's tags are reserved from the history
 (:func:`frame_tokens`); each section's tags count against its own share.
@@ -27,7 +27,7 @@ SEPARATOR_RESERVE = 16  # tokens for the blank lines joining sections
 
 TAGS = {"profile": "patient_profile", "long_term": "conversation_summary",
         "dialogue": "recent_dialogue", "documents": "evidence", "question": "question"}
-"""The tag that quotes each section in the user message (issue 12); the keys are the
+"""The tag that quotes each section in the user message; the keys are the
 ``sections`` keys of the state."""
 _SPEAKER = {"user": "user", "bot": "assistant"}
 
@@ -162,7 +162,7 @@ def render_documents(docs: list[dict[str, Any]], budget: int, lang: str,
 
 def assemble_messages(system: str, sections: list[str], question: str,
                       lang: str = "en") -> list[dict[str, str]]:
-    """Chat messages (issue 12): the system message holds only the team's text (``system`` and
+    """Chat messages (SPEC.md §11 "Privacy"): the system message holds only the team's text (``system`` and
     the :data:`prompts.QUOTED_DATA` rule); one user message holds the quoted sections
     (already rendered in their tags) and the question in ``<question>`` tags, last.
 

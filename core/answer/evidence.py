@@ -1,4 +1,4 @@
-"""Evidence selection by meaning (issue 14): which sentences of the retrieved documents answer
+"""Evidence selection by meaning (docs/benchmarks.md "Answers"): which sentences of the retrieved documents answer
 the question.
 
 Every sentence of every retrieved document (:func:`core.retrieval.sentences.chunk_sentences`)

@@ -3,7 +3,7 @@ verification and repair requests that extend the answer's messages, the query-re
 and the plain-LLM baseline prompt.
 
 Every system message holds only these texts; the user's words, the memory made from them and
-the documents go in the user message as quoted material (:mod:`core.privacy.injection`, issue 12), and
+the documents go in the user message as quoted material (:mod:`core.privacy.injection`), and
 :data:`QUOTED_DATA` tells the model so.
 """
 

@@ -1,5 +1,5 @@
 """Unexplained content words: the veto that keeps "broken arm" from answering "broken hip"
-(issue 15b).
+(docs/benchmarks.md "Content and cue vetoes").
 
 Two questions with the same structured key (:mod:`core.cache.key`: concepts, question type,
 polarity, numbers) can still ask about different things the key does not see: a body part, a
@@ -18,7 +18,7 @@ typo, or the same compound written with or without spaces ("공복혈당" / "공
 The frame vocabulary is the words of the question-type training frames
 (``core/qtype/data/qtype_frames.jsonl``, the team's Korean and English templates with the concept
 slot removed) and the short list :data:`EXTRA_FRAME`. Measured on the team pairs, the MedQuAD
-pairs and a fresh dev set (docs/benchmarks.md, "Response cache", issue 15b): of the pairs with
+pairs and a fresh dev set (docs/benchmarks.md, "Content and cue vetoes"): of the pairs with
 equal keys, the veto refused 62 of 65 negatives and kept 99 of 145 paraphrases (first
 version; the frame list and typo rule grew from the misses of the dev pairs).
 """
@@ -118,7 +118,7 @@ condition (the frames carry an example context: "does {d} damage the kidneys"): 
 never frame."""
 
 FRAME_MIN_FRAMES = 1
-"""A frame word appears in at least this many training frames. Measured (issue 15b): 2 dropped
+"""A frame word appears in at least this many training frames. Measured (docs/benchmarks.md): 2 dropped
 11 of 100 dev paraphrase hits (one-frame words such as "복용", "이란", "measure" are wording,
 not content); the content nouns of the frames are :data:`CONTENT_NOUNS` instead."""
 

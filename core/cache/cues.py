@@ -1,5 +1,5 @@
 """Question-type cue words: a second opinion on *what is asked*, beside the classifier
-(issue 15b).
+(docs/benchmarks.md "Content and cue vetoes").
 
 The question-type classifier (:mod:`core.qtype.model`) reads the e5 vector and sometimes gives two
 different questions about one drug the same label. Words that name a question type outright

@@ -1,4 +1,4 @@
-"""The structured response-cache key (issue 15; SPEC.md §11 "Response cache key").
+"""The structured response-cache key (SPEC.md §11 "Response cache decision").
 
 A question's meaning has structure an embedding blurs: *which* concepts, *what is asked* about
 them, in which language, with which contrasts and values. A cached answer is a candidate only
@@ -23,7 +23,7 @@ The soft classes (can/cannot, safe/dangerous, acute/chronic, target/normal:
 paraphrases, "can I" and "why can't I" do not.
 
 Equal keys are necessary, not sufficient: :mod:`core.cache.content` then refuses a candidate
-whose question has a content word the other lacks or names other question-type cues (issue 15b).
+whose question has a content word the other lacks or names other question-type cues (docs/benchmarks.md "Content and cue vetoes").
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ EMPTY_CONCEPT_THRESHOLD = 0.90
 """Cosine threshold for a question whose key has no concept: its candidate set says nothing
 about the topic (a rare disease outside the concept table, "what is this rash"), so the
 embedding must carry more of it; the content-word veto (:mod:`core.cache.content`) refuses a
-different disease name outright. Chosen on the tuning data (issue 15b: ``medbot bench cache``
+different disease name outright. Chosen on the tuning data (``medbot bench cache``
 chose 0.94 on the team/MedQuAD tuning half, where no negative without concepts passed the veto
 at any cosine; 0.90 keeps a margin over the 0.85 floor of keys with concepts); the flag
 ``cache_similarity_threshold`` applies to keys with concepts."""
@@ -55,13 +55,13 @@ should I eat with gout" vs "what should I avoid with gout", "side effects of met
 pairs, making good/bad, before/after and increase/decrease soft as well let 8 more paraphrases
 hit and no more negatives; on the blind pairs' first look it let 8 of 74 polarity negatives
 through, so they stay hard (precision first). ``day_time`` (morning/night) is hard too since
-issue 15b: "before meals" and "before bed" share the ``timing`` pole and differ only there.
-Soft since issue 15b: maximum/minimum, left/right, early/late (words the frame list holds, so
+Measured: "before meals" and "before bed" share the ``timing`` pole and differ only there.
+Soft (the content and cue vetoes): maximum/minimum, left/right, early/late (words the frame list holds, so
 only polarity can tell "maximum dose" from "minimum dose").
 
 One pole is dropped from the key: ``valence=a`` alone ("good", "best", "recommended"):
 "what to eat with gout" and "good foods for gout" ask the same, while "foods to avoid" (``b``)
-still differs from both (issue 15b dev pairs: 5 of 140 paraphrases missed only on it)."""
+still differs from both (cache dev pairs: 5 of 140 paraphrases missed only on it)."""
 
 _NUMBER = re.compile(r"(?<![A-Za-z\d.])(\d+(?:[.,]\d+)?)")
 
@@ -97,7 +97,7 @@ STATUS_CLASS = {"topic": "pos", "active": "pos", "uncertain": "pos", "family": "
 """Statuses that a question does not tell apart: "metformin side effects?" (topic), "I take
 metformin, side effects?" (active) and "could it be diabetes?" (uncertain) ask about the same
 thing, and ConText assigns them inconsistently across paraphrases (team calibration pairs:
-28 of 104 paraphrases differed only there). ``family`` joins them (issue 15b): ConText reads
+28 of 104 paraphrases differed only there). ``family`` joins them: ConText reads
 "for kids" / "아이한테" as a family cue, and who is asked about is the ``age``/``sex`` polarity's
 job. ``negated`` and ``stopped`` stay apart."""
 
@@ -108,7 +108,7 @@ def concept_part(concepts, text: str = "") -> str:  # noqa: ANN001 (list of Conc
 
     Facets are read with the concepts' own words removed: in "high blood pressure" the words
     "blood pressure" belong to the concept hypertension and name no separate lab facet, so
-    "treatment of high blood pressure" and "treatment of hypertension" agree (issue 15b)."""
+    "treatment of high blood pressure" and "treatment of hypertension" agree."""
     items = {f"{c.cui}:{STATUS_CLASS.get(c.status, c.status)}" for c in concepts}
     words = [c.matched for c in concepts if getattr(c, "matched", "")]
     return "|".join(sorted(items | set(facets(_without(text, words)))))

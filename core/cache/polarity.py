@@ -1,10 +1,10 @@
-"""Polarity and contrast words of a question (part of the response-cache key, issue 15).
+"""Polarity and contrast words of a question (part of the response-cache key, SPEC.md §11 "Response cache decision").
 
 Two questions about the same concepts with the same question type can still need opposite
 answers: "good foods for gout" / "foods to avoid with gout", "before meals" / "after meals",
 "too much" / "not enough",
 "raise HDL" / "lower LDL", "can I" / "can't I", "safe" / "dangerous", "in women" / "in men".
-An embedding places such pairs very close (issue 2's calibration); here each contrast class
+An embedding places such pairs very close (the cache's first calibration, docs/benchmarks.md "Response cache"); here each contrast class
 is read from the words, and the cache serves an answer only when every class has the same
 value on both sides (:func:`polarity_key`).
 

@@ -4,7 +4,7 @@ MD5) match, then cosine over L2-normalised question embeddings within the key's 
 A cached answer is a candidate only for a question with the same structured key
 (:mod:`core.cache.key`: concepts with status, question type, language, polarity, numbers) and
 no opposite soft polarity; the cosine threshold applies within that set. Ownership (binding,
-issue 12): an answer whose prompt held anything of a user is served only to that user and only
+SPEC.md §11 "Privacy"): an answer whose prompt held anything of a user is served only to that user and only
 while the fingerprint of that content is unchanged (:mod:`core.cache.ownership`); every other
 answer is shared. Rows live in the ``cacheentry`` table; the in-memory mirror (a FAISS index
 over all vectors, and the vectors grouped by key) is rebuilt from it when the process starts,

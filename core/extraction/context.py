@@ -151,7 +151,7 @@ def first_person(clause: str) -> bool:
     """True when ``clause`` is the user speaking of themselves: an explicit first person
     (``I``, ``my``; ``저는``, ``제가``), or a Korean clause that names no one (Korean drops the
     speaker as subject: ``페니실린 알레르기가 있어요``). ``the patient is allergic to insulin`` and
-    ``환자는 인슐린 알레르기`` are not (issue 12: an allergy to a drug the user takes needs the
+    ``환자는 인슐린 알레르기`` are not (an allergy to a drug the user takes needs the
     user's own first-person words)."""
     if _FIRST_PERSON_EN.search(clause) or _FIRST_PERSON_KO.search(clause):
         return True
@@ -172,7 +172,7 @@ CONTEXT_WINDOW = 400
 """Characters either side of a mention that its rules read (the clause and sentence are cut to
 it). ConText and NegEx scope triggers to a few words (NegEx: six; Chapman et al. 2001), and a
 clause of a real message is far shorter, so the cut changes no status; it makes the work per
-mention constant and extraction linear in the message length (issue 12: a 25 KB message took
+mention constant and extraction linear in the message length (a 25 KB message took
 27 s when every mention rescanned the whole text)."""
 
 

@@ -7,7 +7,7 @@ table, this module's pack format and the medcat version, so a changed table buil
 and an unchanged one is loaded (about 0.4 s) instead of rebuilt (about 0.5 s).
 
 Settings that make MedCAT 2.9 work on Korean without spaCy or torch (found in a trial here,
-issue 3): the regex tokenizer; ``cdb_maker.min_letters_required = 0`` (otherwise every Hangul
+the first extractor's): the regex tokenizer; ``cdb_maker.min_letters_required = 0`` (otherwise every Hangul
 name is dropped, since MedCAT counts only a-z as letters); a tagger that treats Hangul as word
 characters (:class:`HangulTagger`); the dictionary (Aho-Corasick) NER from ``medcat[dict-ner]``,
 because Korean particles stay attached to nouns (``당뇨병과`` is one token); minimum name

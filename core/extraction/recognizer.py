@@ -76,7 +76,7 @@ class MedCATRecognizer:
     def find(self, text: str) -> list[Mention]:
         """Mentions in ``text`` (see :class:`Recognizer`).
 
-        Bounded cost (issue 12): tokens longer than :data:`MAX_TOKEN_CHARS` are blanked out
+        Bounded cost (README "Bounded cost per message"): tokens longer than :data:`MAX_TOKEN_CHARS` are blanked out
         before MedCAT sees the text (:func:`mask_long_tokens`), and the text goes to MedCAT in
         pieces of at most :data:`CHUNK_CHARS` cut between sentences (:func:`chunks`), so the
         time is linear in the length and the memory bounded.
@@ -108,7 +108,7 @@ MAX_TOKEN_CHARS = 45
 """The longest token MedCAT may see. MedCAT 2.9's spelling correction
 (``BasicSpellChecker.edits1``, called for every unknown token of ≥ 7 characters) builds about
 54·n candidate strings of n characters, O(n²) memory: 0.4 GB at 2,000 characters, 22.9 GB at
-60,000 (issue 12), and MedCAT has no option to bound it. 45 is the longest word of English
+60,000, and MedCAT has no option to bound it. 45 is the longest word of English
 dictionaries (pneumonoultramicroscopicsilicovolcanoconiosis); the longest token of the
 bundled concept table has 21 characters."""
 CHUNK_CHARS = 2000

@@ -1,5 +1,5 @@
 """Admin commands, channel-agnostic: a user's profile and memory tiers, clear a user,
-statistics (SPEC.md §8, issue 5).
+statistics (SPEC.md §8).
 
 Who is an admin comes only from configuration (``ADMIN_IDS``, channel-scoped ids); nothing a
 user types, and no role a channel maps, makes anyone an admin. Every admin command, allowed or

@@ -147,7 +147,7 @@ class Frontdesk:
             metrics.observe_message(msg.channel, "closing")
             await _safe_deliver(deliver, _notice("closing", lang_of(msg)))
             return None
-        if msg.command in UNLIMITED_COMMANDS:  # a privacy right is never rate limited (issue 12)
+        if msg.command in UNLIMITED_COMMANDS:  # a privacy right is never rate limited (SPEC.md §11 "Privacy")
             decision: asyncio.Future = asyncio.get_running_loop().create_future()
             decision.set_result(RateDecision(True))
         else:

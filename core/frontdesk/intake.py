@@ -1,4 +1,4 @@
-"""What the agent keeps and reads of one message: bounded cost per message (issue 12).
+"""What the agent keeps and reads of one message: bounded cost per message (README "Bounded cost per message").
 
 Two caps, both in characters of the sanitised text (``config.settings``):
 

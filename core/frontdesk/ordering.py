@@ -1,4 +1,4 @@
-"""Order and fairness for the channels (issue 5): per-session FIFO, per-user rate limit.
+"""Order and fairness for the channels (SPEC.md §8): per-session FIFO, per-user rate limit.
 
 - :class:`SessionSerializer` runs the jobs of one session one at a time in the order they were
   submitted, and jobs of different sessions concurrently (asyncio tasks; the agent's blocking

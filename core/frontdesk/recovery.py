@@ -1,4 +1,4 @@
-"""Turns interrupted by a crash (issue 12: no message is ever lost).
+"""Turns interrupted by a crash (no message is ever lost: SPEC.md §11 "Operations").
 
 Every message is written as a turn before any processing (write-ahead: :meth:`core.agent.Agent
 .accept`), its ``meta`` holding :func:`received_meta`: ``state`` ``received``, the ``owner``

@@ -1,4 +1,4 @@
-"""The bundled corpus's index, prebuilt and shipped as package data (issue 14).
+"""The bundled corpus's index, prebuilt and shipped as package data (docs/benchmarks.md "First answer on a fresh clone").
 
 Embedding the bundled corpus on a fresh machine took minutes (401 chunks and about 2,000
 sentences at a few per second on 2 cores). So the index is built once by the maintainers

@@ -52,7 +52,7 @@ class E5Embedder:
         max_query_tokens: a query is cut to its longest prefix of at most this many e5 tokens
             (``None``: the model's own 512). The encoder's cost grows faster than linearly
             with the length (about 0.3 s of CPU at 128 tokens, 1.2 s at 512 on 2 cores), and a
-            question needs far fewer (issue 12, ``EMBED_QUERY_MAX_TOKENS``).
+            question needs far fewer (``EMBED_QUERY_MAX_TOKENS``).
     """
 
     def __init__(self, num_threads: int = 0, max_query_tokens: int | None = None) -> None:

@@ -69,7 +69,7 @@ def own_references(text: str) -> set[str]:
     """Which of the user's own slots a question points at without naming them: ``medication``
     (``my medication``, ``the pills I take``, ``제가 먹는 약``, ``제 혈압약``) and/or ``condition``
     (``my condition``, ``제 병``). The retrieval query is then filled in with the profile's names
-    of that slot (issue 14); a question that points at neither gets no profile term."""
+    of that slot; a question that points at neither gets no profile term."""
     return {slot for slot, rx in _OWN.items() if rx.search(text)}
 
 

@@ -99,7 +99,7 @@ def merge_slots(existing: list[Fact], slots: Slots, user_id: str, turn_id: int |
 def _unconfirmed_allergy(c: Concept, current: dict, slots: Slots) -> bool:
     """An allergy to a drug the user takes (an active medication fact, or one this message
     states) that the user did not state in the first person (``the patient is allergic to
-    insulin``): not stored (issue 12: an instruction or a report about someone else is never the
+    insulin``): not stored (an instruction or a report about someone else is never the
     user's allergy)."""
     if c.slot != "allergy" or c.first_person:
         return False

@@ -6,7 +6,7 @@ it is extractive: a structured line of the facts the turns stated (from the extr
 word is invented) followed by the user's own sentences that carry a concept or a number, and
 the first sentence of each reply that gives advice, each cut to fit.
 
-User text is data, never instructions (issue 12, :mod:`core.privacy.injection`): the LLM gets the turns
+User text is data, never instructions (SPEC.md §11 "Privacy", :mod:`core.privacy.injection`): the LLM gets the turns
 quoted in ``<conversation>`` tags in the user message, under a system prompt that keeps only
 medical facts and drops instructions; its reply loses any sentence that is an instruction or
 repeats one the user wrote. The extractive summary never copies an instruction span of a turn

@@ -22,7 +22,7 @@ def rewrite_query(question: str, state: AgentState) -> tuple[str, str, list[str]
 
     Only the pointed-at slot's names are added, and only when the question names no concept of
     that slot itself: the profile fills in what the question refers to, it never brings in a
-    topic on its own (issue 14; SPEC.md §7's profile rewrite, narrowed).
+    topic on its own (SPEC.md §7's profile rewrite, narrowed).
     Returns:
         (query, reason for the trace, the names filled in).
     """

@@ -1,6 +1,6 @@
 """``generate_answer``: the LLM when configured, else the offline evidence-grounded generator.
 
-Both read the same evidence (issue 14): the sentences of the retrieved documents that clear
+Both read the same evidence: the sentences of the retrieved documents that clear
 the relevance floor of :func:`core.answer.evidence.select_evidence`. The documents holding them are
 the evidence documents, numbered 1..m in retrieval order; the prompt's evidence section holds
 their selected sentences (:data:`MAX_EVIDENCE`, :data:`EVIDENCE_PER_DOC`), the offline answer

@@ -65,7 +65,7 @@ def classify_intent(state: AgentState, svc: Services) -> dict[str, Any]:
 
 def question_type(state: AgentState, svc: Services) -> dict[str, Any] | None:
     """The consumer-health question type (:func:`core.qtype.model.classify_question`: side effects,
-    dosage, test_result, ...), which the evidence selection follows (issue 14). It reuses the
+    dosage, test_result, ...), which the evidence selection follows. It reuses the
     turn's question vector when that is the bundled e5 one the model was trained on; otherwise
     ``classify_question`` embeds the question itself. ``None`` when it fails (the answer then
     does not follow a type)."""

@@ -23,7 +23,7 @@ def extract_slots(state: AgentState, svc: Services) -> dict[str, Any]:
 def store_memory(state: AgentState, svc: Services) -> dict[str, Any]:
     """Merge the turn's facts into the profile, and summarise the profile.
 
-    The turn row was written by the agent before the graph ran (write-ahead, issue 12); only
+    The turn row was written by the agent before the graph ran (write-ahead, SPEC.md §11 "Operations"); only
     when that write failed is it tried again here. Facts are always stored (mention counts by
     atomic SQL); ``memory_mode="none"`` only keeps them out of the prompt.
 

@@ -99,7 +99,7 @@ def _finish(state: AgentState, answer: str, check: Verification, extra: dict[str
                  ["no sentence of the model's answer was supported: the quoted evidence stands in"]}
     docs_text = " ".join(d["text"].lower() + " " + d["title"].lower() for d in state.get("docs", []))
     # only the names the question asked about (its fill-in) may send retrieval after the
-    # profile; any other profile term would bring in documents on its own (issue 14)
+    # profile; any other profile term would bring in documents on its own
     fill = state.get("profile_fill_in", [])
     uncovered = [] if any(t.lower() in docs_text for t in fill) else list(fill)
     with_profile = bool(state["sections"].get("profile"))
@@ -154,7 +154,7 @@ def _rewrite(state: AgentState, svc: Services, missing: list[str]) -> tuple[str,
     if svc.llm is None or not state["flags"].dynamic_query_rewrite:
         return base, 0
     # the profile goes to the rewrite only when the question points at the user's own
-    # medication or condition: otherwise it would pull in documents on its own (issue 14)
+    # medication or condition: otherwise it would pull in documents on its own
     profile = state.get("profile_summary", "") if state.get("profile_fill_in") else ""
     try:
         reply = svc.llm.complete([{"role": "system", "content": prompts.REWRITE},

@@ -1,5 +1,5 @@
 """``triage``: the safety gate at the start of the graph, before the cache and any model call
-except the layer-3 second opinion (issue 11; SPEC.md §11).
+except the layer-3 second opinion (SPEC.md §11 "Emergency triage").
 
 It extracts the turn's slots (kept in the state, so ``extract_slots`` does not extract twice)
 and embeds the question once with the bundled e5 model (kept in ``question_vec`` for the cache
@@ -41,7 +41,7 @@ def _vector(state: AgentState, embedder, notes: list[str]):
     if embedder is None:
         return None
     if getattr(embedder, "name", "") == e5_name():
-        vec = remembered_vector(state["question"])  # a recent question (issue 15b: hit latency)
+        vec = remembered_vector(state["question"])  # a recent question (hit latency)
         if vec is not None:
             return vec
     try:

@@ -16,7 +16,7 @@ Every store is covered:
   turns that reference the user's entries (:func:`core.cache.hits.scrub_hit_references`);
 - **in-process state**: the rate limiter's counters, and this process's memories of recent
   question texts (the cache's content words, the question vectors, the ownership findings);
-- **database files** (issue 12): SQLite's WAL is checkpointed and truncated, with
+- **database files** (SPEC.md §11 "Privacy"): SQLite's WAL is checkpointed and truncated, with
   ``secure_delete`` on for every connection so the deleted cells are zeroed; on Postgres the
   touched tables are vacuumed (``ERASURE_VACUUM``: ``VACUUM FULL`` by default) where the role
   may (:func:`storage.db.scrub_deleted`).

@@ -1,4 +1,4 @@
-"""User text is data, never instructions (issue 12): quoting it in prompts, and finding the parts
+"""User text is data, never instructions (SPEC.md §11 "Privacy"): quoting it in prompts, and finding the parts
 of it that are instructions addressed to the assistant (prompt injection).
 
 **Quoting.** Every prompt keeps the team's text in the system message and puts user text, the

@@ -1,6 +1,6 @@
 """Sentence vectors of an index: every sentence of every chunk, embedded once at index time.
 
-The offline generator picks evidence sentences by meaning (issue 14): it needs the e5 vector of
+The offline generator picks evidence sentences by meaning (docs/benchmarks.md "Answers"): it needs the e5 vector of
 each candidate sentence, and embedding them per turn would cost about 15 ms per sentence on
 2 cores. So the dense stage of an ingest also embeds every sentence of every chunk
 (:func:`embed_sentences`), and the generator looks them up by text hash

@@ -23,7 +23,7 @@ _STOP = frozenset(STOPWORDS_EN_PLUS)
 _lock = threading.Lock()
 
 
-# Kiwi's construction (issue 14, docs/benchmarks.md "Kiwi's model and memory"): the CoNg
+# Kiwi's construction (docs/benchmarks.md "Kiwi's model and memory"): the CoNg
 # language model (kiwipiepy-model ships no other since 0.22), one thread (-1: no worker pool;
 # 0 starts one per core since 0.21), and neither the WikiData multi-word dictionary (195 MB of
 # RSS, 4x the load time, same nDCG@10 on the Korean set) nor the typo dictionary (typo

@@ -24,7 +24,7 @@ messages, it leans on them and misses what they miss: on 44 new messages written
 training it caught 8 of 20 emergencies. The text-only head generalises (20 of 20 at its own
 threshold) but alone needs 12 % false alarms for 97 % recall. Their maximum keeps both: 1.8 %
 out-of-fold false alarms at 97 % recall, and 18 of 20 of the new emergencies with none of the 24
-new hard negatives flagged (issue 11; after issue 11b's 418 more messages, 4,005 in all: 2.2 %
+new hard negatives flagged (after 418 more messages, 4,005 in all: 2.2 %
 at 97.0 %, ROC AUC 0.997, the ``cv`` block of ``triage_model.json``).
 
 The trained model ships as package data (``core/safety/data/triage_model.npz`` with its

@@ -1,5 +1,5 @@
 """The team's labelled triage messages (package data ``core/safety/data/train/*.tsv``), and
-issue 3's annotated sets imported with their labels mapped (``core/safety/data/imported/``).
+the team's annotated sets imported with their labels mapped (``core/safety/data/imported/``).
 
 One file per category id (``none.tsv`` for everyday messages), one message per line, tab-
 separated: ``lang  emergency  person  kind  text`` where ``lang`` is ``ko`` / ``en``,
@@ -84,7 +84,7 @@ def parse_tsv(name: str, text: str) -> list[Example]:
 
 def parse_imported(name: str, text: str) -> list[Example]:
     """Rows of an imported file: ``lang  emergency  category  person  kind  text  source``
-    (issue 3's annotated sets, their old labels mapped to these ids; ``source`` is
+    (the team's annotated sets, their first labels mapped to these ids; ``source`` is
     ``file:id``, kept as the example's id).
 
     Raises:
@@ -130,11 +130,11 @@ def training_hash() -> str:
 
 def load_jsonl(path: str | Path) -> list[dict]:
     """A benchmark file: one JSON object per line with ``lang``, ``text``, ``emergency`` and
-    ``category`` (the issue's schema), or issue 3's ``red_flag`` (``null`` or an old category).
+    ``category`` (the issue's schema), or the first triage's ``red_flag`` (``null`` or an old category).
 
     Returns:
         Rows normalised to ``id``, ``lang``, ``text``, ``emergency`` (bool), ``category``
-        (``none`` for a non-emergency) and ``legacy`` (True for issue 3's labels); other keys
+        (``none`` for a non-emergency) and ``legacy`` (True for the first triage's labels); other keys
         (``person``, ``kind``) are kept.
     Raises:
         ValueError: a line that is not JSON or lacks ``text`` / ``lang``.

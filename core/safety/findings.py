@@ -1,4 +1,4 @@
-"""The clinical findings of one message, for triage layer 1 (issue 11, "Must have" 2).
+"""The clinical findings of one message, for triage layer 1 (SPEC.md §11 "Emergency triage").
 
 From the message and the slots the extractor found (:class:`core.extraction.Slots`), this
 module collects what the discriminators of :mod:`core.safety.rules` need:
@@ -17,7 +17,7 @@ module collects what the discriminators of :mod:`core.safety.rules` need:
   extracted concepts (UMLS CUI, any status but negated / stopped / topic) and from drug names
   the concept table lacks (DOACs, ``blood thinner``, ``항암``).
 
-Suppression rules are issue 3's, kept (they were tuned on ``bot/bench/data/extraction_eval.jsonl``),
+Suppression rules are the first extractor's, kept (they were tuned on ``bot/bench/data/extraction_eval.jsonl``),
 with reassurance, family history and healed scars added. NegEx / ConText: Chapman et al. 2001,
 Harkema et al. 2009.
 """

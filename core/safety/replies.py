@@ -1,4 +1,4 @@
-"""The emergency reply and the urgent notice, in the user's language (issue 11, point 5).
+"""The emergency reply and the urgent notice, in the user's language (SPEC.md §11 "Emergency triage").
 
 One reply covers every category found: the crisis line first when there is suicide risk or
 self-harm, the emergency number for every other category (self-harm with bleeding gets both),

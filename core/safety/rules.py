@@ -1,4 +1,4 @@
-"""Triage layer 1: clinical discriminators over the findings of a message (issue 11).
+"""Triage layer 1: clinical discriminators over the findings of a message (SPEC.md §11 "Emergency triage").
 
 Each category of :mod:`core.safety.taxonomy` has rules; a rule reads
 :class:`core.safety.findings.Findings` and returns the evidence that fired it, or ``None``.

@@ -1,4 +1,4 @@
-"""Triage layer 3: an LLM second opinion (issue 11, point 4).
+"""Triage layer 3: an LLM second opinion (SPEC.md §11 "Emergency triage").
 
 Runs only when an OpenAI-compatible endpoint is configured and only on a message that states
 a symptom now and that layers 1-2 did not flag. The model sees the category list and the

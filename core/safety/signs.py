@@ -3,7 +3,7 @@
 Each sign is a list of regular expressions (matched case-insensitively). A sign is a finding
 ("a stiff neck", "vomiting blood", "on an anticoagulant" is not a sign but a medication, see
 :mod:`core.safety.findings`); the rules of :mod:`core.safety.rules` combine signs with numbers,
-age, pregnancy and medication into categories. Issue 3's red-flag phrases live on here as the
+age, pregnancy and medication into categories. The first triage's red-flag phrases live on here as the
 signs they describe (``chest_cardiac``, ``stroke_focal``, ``collapse``, ...); the new signs
 follow the wording of the NHS and NICE pages named in :mod:`core.safety.taxonomy`.
 

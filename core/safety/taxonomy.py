@@ -1,4 +1,4 @@
-"""The emergency categories of triage, each with the guidance it comes from (issue 11).
+"""The emergency categories of triage, each with the guidance it comes from (SPEC.md §11 "Emergency triage").
 
 The twenty categories are the presentations that the Korean Triage and Acuity Scale puts at
 levels 1 (resuscitation) and 2 (emergent) and that NHS 111 sends to 999 or A&E, adult and
@@ -144,7 +144,7 @@ OLD_TO_NEW: dict[str, tuple[str, ...]] = {
     "syncope_confusion": ("collapse", "new_confusion"),
     "seizure": ("seizure",),
 }
-"""Issue 3's nine labels -> the ids that cover them (its ``stroke`` also held the worst
+"""The first triage's nine labels -> the ids that cover them (its ``stroke`` also held the worst
 headache and sudden loss of sight; ``syncope_confusion`` is now two categories). Used to score
 the older annotated sets (``bot/bench/data/triage_blind.jsonl``, ``extraction_eval.jsonl``)."""
 
@@ -153,7 +153,7 @@ def accepted(gold: str | None, legacy: bool = False) -> tuple[str, ...]:
     """The categories that count as a hit for a gold label.
 
     Args:
-        gold: the label; legacy: True for issue 3's labels (mapped by :data:`OLD_TO_NEW`).
+        gold: the label; legacy: True for the first triage's labels (mapped by :data:`OLD_TO_NEW`).
     Returns:
         ``()`` for ``None`` / ``"none"``; an unknown label as it is.
     """

@@ -1,4 +1,4 @@
-"""Emergency triage: three layers, checked before anything else runs (issue 11; SPEC.md §11).
+"""Emergency triage: three layers, checked before anything else runs (SPEC.md §11 "Emergency triage").
 
 1. **Clinical discriminators** over the findings of the message (:mod:`core.safety.findings`,
    :mod:`core.safety.rules`): signs in context, numbers, age, pregnancy, medication.

@@ -1,4 +1,4 @@
-"""The "urgent, not emergency" tier: see a doctor today (issue 11, point 5).
+"""The "urgent, not emergency" tier: see a doctor today (SPEC.md §11 "Emergency triage").
 
 A message in this tier gets the normal answer with one line above it (it does not replace the
 answer). The rules read the same :class:`core.safety.findings.Findings` as layer 1 and only

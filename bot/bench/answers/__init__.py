@@ -1,5 +1,5 @@
 """``medbot bench answers``: how well the offline generator's bullets answer the question
-(issue 14), today's generator ("before") beside the evidence selection by meaning ("after").
+(SPEC.md §3.3), the plain generator ("before") beside the evidence selection by meaning ("after").
 
 Two question sets, each answered from its own index with the service's retrieval (hybrid when
 the index's dense side is complete, else BM25; k = 3, the ``simple_query_k`` of the agent):

@@ -148,12 +148,12 @@ def reference_vector(setup: Setup, q: Question) -> np.ndarray | None:
     return v / (np.linalg.norm(v) + 1e-12)
 
 
-# -- today's generator (before issue 14), the baseline --------------------------------------------
+# -- the generator before evidence selection, the baseline----------------------------------------
 
 def legacy_pick(query_terms: set[str], docs: list[dict[str, Any]]) -> list[tuple[str, int, float, tuple[int, int]]]:
     """Today's sentence choice: BM25-token overlap with the query (question plus profile terms),
     at most 2 per document and 5 in all, in document order (verbatim from ``core/llm/offline.py``
-    before issue 14)."""
+    before evidence selection by meaning)."""
     from core.retrieval.tokenize import tokenize
     from core.language.text import split_sentences
 

@@ -184,7 +184,7 @@ def cli_main(dataset: Path | None, as_json: bool, methods: Sequence[str], ks: Se
         index_dir = get_settings().resolved_index_dir
         if get_settings().index_dir is None:
             ensure_default_index(index_dir, emb)
-        if kiwi:  # issue 14: Kiwi's models, nDCG@10 and memory, one child process each
+        if kiwi:  # Kiwi's models, nDCG@10 and memory, one child process each
             from bot.bench.retrieval.kiwi import bench_kiwi_models, render_kiwi
 
             models = bench_kiwi_models(index_dir)

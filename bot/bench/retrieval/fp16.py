@@ -1,4 +1,4 @@
-"""Do float16 vectors change anything? (issue 14: the bundled index ships its vectors as float16.)
+"""Do float16 vectors change anything? (the bundled index ships its vectors as float16.)
 
 ``python -m bot.bench.retrieval.fp16``: embeds the bundled corpus from scratch (float32, every
 chunk and sentence; minutes on 2 cores) in a temporary directory, then compares, on the Korean

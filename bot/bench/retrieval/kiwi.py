@@ -1,5 +1,5 @@
 """Kiwi's models and options on the Korean retrieval set: nDCG@10 (BM25 over Kiwi morphemes +
-Hangul bigrams, and the default convex hybrid), model load time and resident memory (issue 14).
+Hangul bigrams, and the default convex hybrid), model load time and resident memory (docs/benchmarks.md "Kiwi's model and memory").
 
 Each variant runs in its own process (``python -m bot.bench.retrieval.kiwi OPTIONS INDEX``), so
 its memory is measured alone: RSS after importing the tokenizer module, after constructing Kiwi,

@@ -40,7 +40,7 @@ def whitespace_tokens(text: str) -> list[str]:
 
 
 def korean_tokenizers() -> dict[str, Callable[[str], list[str]]]:
-    """The BM25 tokenisations compared on the Korean set: the three of issue 6 and the
+    """The BM25 tokenisations compared on the Korean set: the three first compared and the
     service's (Kiwi morphemes plus Hangul bigrams, :func:`core.retrieval.index.bm25_tokens`)."""
     from core.retrieval.index import bm25_tokens
     from core.retrieval.tokenize import tokenize

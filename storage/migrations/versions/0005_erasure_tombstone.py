@@ -4,7 +4,7 @@ Revision ID: 0005
 Revises: 0004
 Create Date: 2026-11-23 09:00:00.000000
 
-Adds ``erasuretombstone`` (issue 12). Audit rows written before this revision name users by an
+Adds ``erasuretombstone`` (SPEC.md §11 "Privacy"). Audit rows written before this revision name users by an
 unkeyed ``sha256:`` hash, which is reversed by hashing candidate ids; the original ids are not
 known here, so each such value (in ``subject_hash`` and ``actor``) is replaced by
 ``legacy:`` + HMAC-SHA256 under a random key that is used once and never stored: rows of the

@@ -4,10 +4,10 @@ Revision ID: 0006
 Revises: 0005
 Create Date: 2026-11-24 07:20:00
 
-Adds the structured key of issue 15 (``struct_key`` and its parts) and what a hit saves
+Adds the structured key of SPEC §11 (``struct_key`` and its parts) and what a hit saves
 (``prompt_tokens``, ``llm_calls``) to ``cacheentry``. Existing entries are deleted: they have no
 key (so they could never be candidates again) and were shared under the old ownership rule
-(profile only), which let answers built from a user's dialogue reach other users (issue 12).
+(profile only), which let answers built from a user's dialogue reach other users.
 A cache loses nothing by being emptied.
 """
 
