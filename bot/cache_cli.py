@@ -4,7 +4,7 @@ artifact (:mod:`core.cache.decision`, :mod:`core.cache.decision_train`).
 ``train`` needs scikit-learn and the Medical Question Pairs of doctors 1–6
 (``../shared/data/mqp/pairs_dr1-6.jsonl`` or ``$MEDBOT_SHARED_DATA/mqp/...``); it trains on the
 team's bundled pairs and the MQP doctors given by ``--doctors`` (default 1–4: doctors 5–6 are
-the held-out test) and writes ``bot/bench/data/pair_model.{npz,json}``.
+the held-out test) and writes ``core/cache/data/pair_model.{npz,json}``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ cache_app = typer.Typer(no_args_is_help=True, help="The response cache's learned
 @cache_app.command("train")
 def cache_train_cmd(mqp: Optional[Path] = typer.Option(None, help="MQP pairs_dr1-6.jsonl (default ../shared/data/mqp)."),
                     doctors: str = typer.Option("1,2,3,4", help="MQP doctors to train on (comma-separated)."),
-                    out: Optional[Path] = typer.Option(None, help="Output directory (default: bot/bench/data)."),
+                    out: Optional[Path] = typer.Option(None, help="Output directory (default: core/cache/data)."),
                     vectors: Optional[Path] = typer.Option(None, help="e5 vector cache (default $MEDBOT_DATA_DIR/cache_pairs_e5.npz).")) -> None:
     """Train the pair decision (grouped CV, calibration, operating point) and write the model."""
     import json
@@ -44,7 +44,7 @@ def cache_train_cmd(mqp: Optional[Path] = typer.Option(None, help="MQP pairs_dr1
     views = build_views(pairs, make_extractor(settings), cache)
     cache.save()
     trained = train(pairs, feature_matrix(pairs, views))
-    out = out or Path(str(resources.files("bot.bench").joinpath("data")))
+    out = out or Path(str(resources.files("core.cache").joinpath("data")))
     model = save(trained, pairs, E5Embedder().name, out)
     typer.echo(f"pair model written to {out}: {len(pairs)} pairs, threshold {model.threshold:.4f}, "
                f"floor {model.floor}\n" + json.dumps(trained.cv, indent=1))

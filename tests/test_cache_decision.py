@@ -97,7 +97,7 @@ def test_model_roundtrip(tmp_path):
     import shutil
     from importlib import resources
 
-    src = resources.files("bot.bench").joinpath("data")
+    src = resources.files("core.cache").joinpath("data")
     for name in ("pair_model.npz", "pair_model.json"):
         shutil.copy(str(src.joinpath(name)), tmp_path / name)
     assert read(tmp_path).threshold == default_model().threshold

@@ -20,7 +20,7 @@ The single score :meth:`PairModel.score` = max(P, q(cos)) when that gate holds, 
 orders the pairs for the precision–recall curve; ``threshold`` is the operating point chosen on held-out
 folds for a false-hit rate ≤ 0.3 %.
 
-The trained model ships as package data (``bot/bench/data/pair_model.npz``: the trees as
+The trained model ships as package data (``core/cache/data/pair_model.npz``: the trees as
 plain arrays, never a pickle; ``pair_model.json``: feature names, calibration, operating
 point, cross-validation figures, embedder). ``medbot cache train`` rebuilds both
 deterministically; nothing is trained at run time.
@@ -166,11 +166,11 @@ class PairModel:
 
 
 def _data_dir() -> Path:
-    return Path(str(resources.files("bot.bench").joinpath("data")))
+    return Path(str(resources.files("core.cache").joinpath("data")))
 
 
 def read(directory: Path | None = None) -> PairModel:
-    """The model in ``directory`` (default: the package's ``bot/bench/data``).
+    """The model in ``directory`` (default: the package's ``core/cache/data``).
 
     Raises:
         FileNotFoundError: a file is missing.
