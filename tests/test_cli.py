@@ -21,7 +21,10 @@ DROP = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID
 
 def medbot_env(data_dir: Path, index_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in DROP and not k.startswith("OPENAI_")}
-    env.update(MEDBOT_DATA_DIR=str(data_dir), MEDBOT_INDEX_DIR=str(index_dir), LOG_LEVEL="WARNING")
+    # as make_settings: the fake endpoint's model has no verification record, so ``auto`` would
+    # verify offline; the endpoint back end is asked for (tests/test_verification_choice.py: auto)
+    env.update(MEDBOT_DATA_DIR=str(data_dir), MEDBOT_INDEX_DIR=str(index_dir), LOG_LEVEL="WARNING",
+               VERIFY_BACKEND="endpoint")
     return env
 
 

@@ -238,7 +238,7 @@ def test_no_user_text_reaches_a_system_message(tmp_path, default_index):
         system, quoted = body["messages"][0]["content"], body["messages"][1]["content"]
         assert MARK not in system and "amlodipine" not in system.lower(), (kind, system[:200])
         assert "Ignore previous" not in system and "SYSTEM NOTE" not in system
-        assert "</question> SYSTEM" not in quoted  # the question's closing tag is escaped
+        assert "</question> SYSTEM" not in quoted, kind  # the question's closing tag is escaped
     final = bodies[len(kinds) - 1 - kinds[::-1].index("answer")]  # the question's answer request
     answer = final["messages"][1]["content"]
     for tag in ("patient_profile", "conversation_summary", "recent_dialogue", "evidence", "question"):

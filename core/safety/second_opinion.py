@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass
 
 from core.llm.client import ChatClient, LLMError
+from core.privacy.injection import escape_quoted
 from core.safety.taxonomy import CATEGORIES
 
 log = logging.getLogger(__name__)
@@ -42,9 +43,12 @@ class SecondOpinion:
 
 
 def messages(text: str, lang: str) -> list[dict[str, str]]:
-    """The chat messages of the request: system prompt, then the message as JSON data."""
+    """The chat messages of the request: system prompt, then the message as JSON data, every
+    ``<`` that could open a tag or special token escaped (:func:`core.privacy.injection
+    .escape_quoted`), as in every other prompt that quotes user text."""
+    data = {"message": escape_quoted(text), "language": lang}
     return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": json.dumps({"message": text, "language": lang}, ensure_ascii=False)}]
+            {"role": "user", "content": json.dumps(data, ensure_ascii=False)}]
 
 
 def parse(reply: str) -> SecondOpinion:
